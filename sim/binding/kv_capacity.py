@@ -3,7 +3,8 @@ its own GPU's memory, model, tensor-parallel degree and engine (sim/hardware/mem
 
 Only the scenario's values enter: the GPU preset's memory (``hardware.gpu``), the
 weights its model geometry gives (every layer and expert, the LM head and an input
-embedding of the head's size), the drafter's ``draft_params`` and KV, ``hardware.gpus``
+embedding of the head's size), the drafter's ``draft_params`` (at its own
+``draft_bytes_per_param``, else the target's) and KV, ``hardware.gpus``
 ranks, and ``server.engine`` (vLLM's rule when not given, said so). The reserve the
 engine keeps beyond the weights and the KV cache is not identified by a batch-1
 calibration: ``serving.kv_reserve_gib`` when given, else the engine's default with its
@@ -195,6 +196,8 @@ def server_memory(scenario: Scenario) -> ServerMemory:
     m, hw = scenario.model, scenario.hardware
     weights = stored_weight_bytes(scenario)
     assert m.kv_bytes_per_token is not None and m.layers and weights is not None
+    own = m.draft_bytes_per_param  # the drafter's own bytes a weight, else the target's
+    draft_bytes = m.weight_bytes_per_param if own is None else own
     drafter_kv = (
         m.draft_kv_bytes_per_token
         if m.draft_kv_bytes_per_token is not None
@@ -205,7 +208,7 @@ def server_memory(scenario: Scenario) -> ServerMemory:
         memory_gib(scenario),
         hw.gpus,
         weights,
-        (m.draft_params or 0.0) * m.weight_bytes_per_param,
+        (m.draft_params or 0.0) * draft_bytes,
         m.kv_bytes_per_token,
         drafter_kv,
     )

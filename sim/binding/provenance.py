@@ -57,6 +57,14 @@ MODEL_FIELDS: tuple[str, ...] = (
     "draft_params",
     "weight_bytes_per_param",
     "expert_bytes_per_param",
+    "draft_bytes_per_param",
+)
+
+#: Why a drafter with no ``model.draft_bytes_per_param`` is read at the target's width.
+DRAFT_BYTES_DEFAULT_REASON = (
+    "not given: the target's model.weight_bytes_per_param; a drafter stored in another "
+    "dtype (a bf16 EAGLE-3 drafter on an FP8 target) sets its own (specsim init "
+    "--draft-config reads it)"
 )
 
 
@@ -183,6 +191,15 @@ def assumptions(bound: Bound) -> tuple[Assumption, ...]:
             value = getattr(scenario.model, key)
             if value is not None:
                 out.append(_entry(origins, f"model.{key}", value))
+        if scenario.model.draft_params is not None and scenario.model.draft_bytes_per_param is None:
+            out.append(
+                Assumption(
+                    "model.draft_bytes_per_param",
+                    scenario.model.weight_bytes_per_param,
+                    "default",
+                    reason=DRAFT_BYTES_DEFAULT_REASON,
+                )
+            )
     elif eager_verify(hw) and scenario.model.kernels_per_layer is not None:
         out.append(launch_assumption(scenario, hw, origins))
         out.append(_entry(origins, "model.kernels_per_layer", scenario.model.kernels_per_layer))

@@ -82,7 +82,7 @@ def eagle3_drafter(path: str, target: HfModel, *, tensor_parallel: int = 1) -> D
         )
     speculators = raw.get("speculators_model_type") == "eagle3"
     draft, layer_cfg, where = drafter_layers(
-        raw, path, speculators=speculators, tensor_parallel=tensor_parallel
+        raw, path, target, speculators=speculators, tensor_parallel=tensor_parallel
     )
     hidden = int(draft.get("hidden_size"))
     target_hidden = int(target.get("hidden_size"))

@@ -50,6 +50,8 @@ from sim.files import json_depth, read_bounded_text
 
 #: Bytes per parameter by ``torch_dtype``.
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0, "float8_e4m3fn": 1.0}
+#: What a config.json without a dtype init reads is told: the ones it reads.
+NO_DTYPE_HINT = f": specsim init reads {', '.join(DTYPE_BYTES)} (the checkpoint's own)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,11 +142,12 @@ def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json
         if "fp8" in method or quant.get("fmt") == "e4m3":
             return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
         raise SpecsimError(
-            "quantization without bits (nor fp8): give --weight-bytes-per-param",
+            "quantization without bits (nor fp8): its bytes a weight are not known to "
+            "specsim init; write the scenario's model.weight_bytes_per_param by hand",
             source=source,
             field="quantization_config",
         )
-    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, ": give --weight-bytes-per-param")
+    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
     return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
 
 
@@ -426,10 +429,17 @@ def kv_heads_named(cfg: dict[str, Any]) -> str:
     return "num_attention_heads as KV heads (no num_key_value_heads: transformers' default)"
 
 
-def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -> HfModel:
+def hf_model_of(
+    raw: dict[str, Any],
+    source: str,
+    *,
+    tensor_parallel: int = 1,
+    unstated_bytes: Derived | None = None,
+) -> HfModel:
     """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
     a drafter checkpoint nests its layers' config inside its own (speculators'
-    ``transformer_layer_config``)."""
+    ``transformer_layer_config``). ``unstated_bytes``: the bytes a weight when the config
+    states neither a quantization nor a dtype (a drafter: the target's); None: an error."""
     check_decoder_only(raw, source)
     cfg, where = language_config(raw)
     archs = raw.get("architectures") or [raw.get("model_type", "unknown")]
@@ -570,7 +580,10 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
     v["lm_head_params"] = Derived(float(vocab * hidden), cite("vocab_size", "hidden_size"))
     # the weights' dtype: the top level's quantization, else the language model's dtype,
     # else the top level's (a nested config may state it either side)
-    if "quantization_config" in raw or _first(cfg, "torch_dtype", "dtype") is None:
+    stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
+    if unstated_bytes is not None and not stated and _first(cfg, "torch_dtype", "dtype") is None:
+        bpp = unstated_bytes
+    elif "quantization_config" in raw or _first(cfg, "torch_dtype", "dtype") is None:
         bpp = _bytes_per_param(raw, source)
     else:
         bpp = _bytes_per_param(cfg, source, where)

@@ -44,10 +44,12 @@ from typing import Any
 
 from sim.binding.bind import pass_times
 from sim.calibration.calibrate import calibrate
+from sim.calibration.drafter_size import UNSTATED_DTYPE, drafter_bytes, unstated_bytes
 from sim.calibration.eagle3_drafter import eagle3_drafter, is_eagle3_drafter
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
 from sim.calibration.hf_config import (
     HfModel,
+    hf_model_of,
     language_config,
     read_hf_config,
     read_json,
@@ -131,6 +133,15 @@ def _set(raw: dict[str, Any], comments: dict[str, str], dotted: str, value: Any,
     comments[dotted] = why
 
 
+def _set_uncertainty(
+    raw: dict[str, Any], comments: dict[str, str], dotted: str, entry: dict[str, Any]
+) -> None:
+    """``[uncertainty]``'s ``entry`` of field ``dotted`` beside the section's others."""
+    section, key = dotted.split(".", 1)
+    raw.setdefault("uncertainty", {}).setdefault(section, {})[key] = entry
+    comments.setdefault(f"uncertainty.{section}", "")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", text.lower())[:60].strip("-")
 
@@ -193,16 +204,17 @@ def mtp_modules(config: str) -> tuple[int, str]:
 
 def _drafter_params(
     req: InitRequest, model: HfModel, mtp: tuple[int, str] | None
-) -> tuple[float, int, str]:
-    """(draft_params, draft_layers, why); ``mtp``: the MTP modules and where the count
-    comes from (``mtp_modules``, read once by the caller), for ``--drafter mtp``."""
+) -> tuple[float, int, str, tuple[float, str] | None]:
+    """(draft_params, draft_layers, why, the draft model's own bytes a weight and where
+    from, else None: the target's); ``mtp``: the MTP modules and where the count comes from
+    (``mtp_modules``, read once by the caller), for ``--drafter mtp``."""
     if req.draft_params is not None:
-        return req.draft_params, 1, "--draft-params"
+        return req.draft_params, 1, "--draft-params", None
     hidden = model.get("hidden_size")
     head = model.get("lm_head_params")
     if req.drafter == "eagle3" and req.draft_config is None:
         params, why = _eagle3_params(model, req.config)
-        return params, 1, why
+        return params, 1, why, None
     if req.drafter == "eagle":
         layer = model.get("layer_params")
         if model.is_moe:
@@ -216,6 +228,7 @@ def _drafter_params(
                 "derived: one target decoder layer (layer_params), fc 2 x hidden x hidden and the "
                 "target's LM head"
             ),
+            None,
         )
     if req.drafter == "mtp":
         assert mtp is not None
@@ -231,18 +244,21 @@ def _drafter_params(
                 f"derived: {n} MTP module(s) ({origin}), each a decoder layer with its active "
                 "experts, eh_proj 2 x hidden x hidden and the shared LM head"
             ),
+            None,
         )
     if req.draft_config is None:
         raise SpecsimError(
             "a draft model needs its config.json (--draft-config) or --draft-params",
             source="--drafter draft_model",
         )
-    draft = read_hf_config(req.draft_config)
+    path = str(req.draft_config)
+    draft = hf_model_of(read_json(path), path, unstated_bytes=unstated_bytes(model, path))
     layers = draft.get("layers")
     total = layers * draft.get("layer_params") + draft.get("lm_head_params")
     if draft.is_moe:
         total += layers * draft.get("experts_per_token") * draft.get("expert_params")
-    return float(total), layers, f"derived from {req.draft_config}: every layer and its LM head"
+    why = f"derived from {path}: every layer and its LM head"
+    return float(total), layers, why, drafter_bytes(draft, path)
 
 
 def _parallel_drafter(
@@ -272,10 +288,28 @@ def _parallel_drafter(
         req.draft_config, model, req.drafter, req.num_steps, tensor_parallel=tp
     )
     _set(raw, comments, "model.draft_params", drafter.params, drafter.params_why)
+    _draft_bytes(drafter.bytes_per_param, drafter.bytes_why, raw, comments)
     _set(raw, comments, "model.draft_layers", drafter.layers, drafter.layers_why)
     _set(
         raw, comments, "model.draft_kv_bytes_per_token", drafter.kv_bytes_per_token, drafter.kv_why
     )
+
+
+def _draft_bytes(
+    bytes_per_param: float, bytes_why: str, raw: dict[str, Any], comments: dict[str, str]
+) -> None:
+    """``model.draft_bytes_per_param``: the drafter's own bytes a weight, derived from its
+    config.json (``bytes_why``; a bf16 EAGLE-3 drafter beside an FP8 target reads 2 B a
+    weight, not 1), with an ``[uncertainty]`` entry saying so; a config stating no dtype
+    (``UNSTATED_DTYPE`` in ``bytes_why``) leaves it out: the scenario then reads the
+    drafter at the target's bytes, its default, said so beside ``model.draft_params``."""
+    if UNSTATED_DTYPE in bytes_why:
+        comments["model.draft_params"] += f"; {bytes_why}"
+        return
+    why = f"the drafter's own bytes a weight, {bytes_why}"
+    _set(raw, comments, "model.draft_bytes_per_param", bytes_per_param, f"derived: {why}")
+    entry = {"origin": "derived", "reason": why}
+    _set_uncertainty(raw, comments, "model.draft_bytes_per_param", entry)
 
 
 def _eagle3_drafter(
@@ -285,14 +319,8 @@ def _eagle3_drafter(
     sim/calibration/eagle3_drafter.py): its parameters, layers and KV a token."""
     assert req.draft_config is not None
     drafter = eagle3_drafter(req.draft_config, model, tensor_parallel=tp)
-    why = drafter.params_why
-    target_bpp = model.get("weight_bytes_per_param")
-    if drafter.bytes_per_param != target_bpp:  # one weight width a scenario: said, not hidden
-        why += (
-            f"; read at the target's {target_bpp:g} B a weight (model.weight_bytes_per_param), "
-            f"not its own {drafter.bytes_per_param:g} B"
-        )
-    _set(raw, comments, "model.draft_params", drafter.params, why)
+    _set(raw, comments, "model.draft_params", drafter.params, drafter.params_why)
+    _draft_bytes(drafter.bytes_per_param, drafter.bytes_why, raw, comments)
     if drafter.layers != 1:
         _set(raw, comments, "model.draft_layers", drafter.layers, drafter.layers_why)
     _set(
@@ -319,7 +347,7 @@ def _prefill_kernels(model: HfModel, raw: dict[str, Any], comments: dict[str, st
     )
     _set(raw, comments, "model.kernels_per_layer", (low + high) // 2, reason)
     entry = {"range": [low, high], "origin": "assumed", "reason": reason}
-    _set(raw, comments, "uncertainty.model", {"kernels_per_layer": entry}, "")
+    _set_uncertainty(raw, comments, "model.kernels_per_layer", entry)
 
 
 def init_scenario(req: InitRequest) -> InitScenario:
@@ -407,8 +435,10 @@ def init_scenario(req: InitRequest) -> InitScenario:
         # the config's MTP count, read once: the drafter's size and (hybrid) its KV need it
         needed = req.drafter == "mtp" and (req.draft_params is None or hybrid)
         mtp = mtp_modules(req.config) if needed else None
-        params, layers, why = _drafter_params(req, model, mtp)
+        params, layers, why, own_bytes = _drafter_params(req, model, mtp)
         _set(raw, comments, "model.draft_params", params, why)
+        if own_bytes is not None:
+            _draft_bytes(*own_bytes, raw, comments)
         if layers != 1:
             _set(raw, comments, "model.draft_layers", layers, why)
         if mtp is not None and hybrid:
@@ -630,6 +660,11 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
     named = {"name": cal.scenario.name, "description": cal.scenario.description}
     refit = replace(refit, scenario=with_overrides(refit.scenario, named, source="specsim init"))
     refit = _measured_slope(refit)
+    # each value's base is the scenario init wrote (the first fit's), not the refit's start
+    # (the first fit's own values: its decode read as the base scenario's pass)
+    bases = {v.field: v.base for v in cal.values}
+    values = tuple(replace(v, base=bases.get(v.field)) for v in refit.values)
+    refit = replace(refit, values=values)
     worst = max(missed, key=lambda r: abs(r.normalized))
     note = (
         f"timing.verify_ms fitted to the figures: with the hardware model's verify pass "

@@ -95,7 +95,7 @@ def parallel_drafter(
             field="speculators_model_type",
         )
     draft, _, where = drafter_layers(
-        raw, path, speculators=speculators, tensor_parallel=tensor_parallel
+        raw, path, target, speculators=speculators, tensor_parallel=tensor_parallel
     )
     layers = int(draft.get("layers"))
     hidden = int(draft.get("hidden_size"))

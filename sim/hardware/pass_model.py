@@ -105,6 +105,7 @@ class ModelDims:
     expert_params: float | None
     expert_bytes_per_param: float | None
     draft_params: float | None
+    draft_bytes_per_param: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +268,8 @@ def target_weights(model: ModelDims) -> Weights:
 
 
 def draft_weights(model: ModelDims) -> Weights:
-    """The drafter's weights (one layer of ``draft_params``); SpecsimError if not given."""
+    """The drafter's weights (one layer of ``draft_params``) at its own bytes a weight
+    (``draft_bytes_per_param``, else the target's); SpecsimError if not given."""
     if model.draft_params is None:
         raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
     from sim.hardware.roofline import Weights  # lazy: derived passes only (start-up)
@@ -275,8 +277,15 @@ def draft_weights(model: ModelDims) -> Weights:
     return Weights(
         layers=1,
         layer_params=model.draft_params,
-        weight_bytes_per_param=model.weight_bytes_per_param,
+        weight_bytes_per_param=draft_bytes_per_param(model),
     )
+
+
+def draft_bytes_per_param(model: ModelDims) -> float:
+    """Bytes a drafter weight: its own (``model.draft_bytes_per_param``), else the
+    target's (``model.weight_bytes_per_param``)."""
+    own = model.draft_bytes_per_param
+    return model.weight_bytes_per_param if own is None else own
 
 
 def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:

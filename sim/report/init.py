@@ -38,18 +38,20 @@ def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
     return text
 
 
+def _own_width(draft_bytes: float | None, target_bytes: float) -> str:
+    """A drafter stored in another dtype than its target, said beside its size."""
+    if draft_bytes is None or draft_bytes == target_bytes:
+        return ""
+    return f" at {draft_bytes:g} B a weight (target {target_bytes:g} B)"
+
+
 def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = True) -> str:
     """A few lines: the server, whether its passes rest on no timing figure (the hardware
     model's, at the bandwidth efficiency written: at peak, an optimistic bound), and what
     calibration fitted (if it ran); not ``verbose``, within ``WIDTH`` characters a line."""
     s = init.scenario
-    lines = [
-        *(
-            [f"{s.name}: {s.description}"]
-            if verbose
-            else wrap(f"{s.name}: {s.description}", "", "  ")
-        ),
-        f"  model: {s.model.layers} layers, hidden {s.model.hidden_size}, "
+    model = (
+        f"model: {s.model.layers} layers, hidden {s.model.hidden_size}, "
         + (
             f"{s.model.layer_params / 1e6:.1f}M a layer"
             if s.model.layer_params is not None
@@ -60,7 +62,16 @@ def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = Tr
             if s.model.experts
             else ""
         )
-        + (f"; drafter {s.model.draft_params / 1e9:.3g}B" if s.model.draft_params else ""),
+        + (f"; drafter {s.model.draft_params / 1e9:.3g}B" if s.model.draft_params else "")
+        + _own_width(s.model.draft_bytes_per_param, s.model.weight_bytes_per_param)
+    )
+    lines = [
+        *(
+            [f"{s.name}: {s.description}"]
+            if verbose
+            else wrap(f"{s.name}: {s.description}", "", "  ")
+        ),
+        *([f"  {model}"] if verbose else wrap(model, "  ", "    ")),
     ]
     final = cal.scenario if cal is not None else s
     if final.timing.decode_ms is None and final.timing.verify_ms is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from sim.binding.provenance import Assumption
 from sim.report.format import count, fmt_alpha
-from sim.report.screen import fit_width, measure_next_lines, rests_on_line, wrap
+from sim.report.screen import fit_width, measure_next_lines, plain_reach, rests_on_line, wrap
 from sim.report.uncertainty import (
     LISTED_ORIGINS,
     assumption_lines,
@@ -82,7 +82,8 @@ def render_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
         )
     for t in doc["targets"]:
         lines.append("")
-        lines += [x for x in (_plain_reaches(t, doc), _headline(t)) if x]
+        plain = _plain_reaches(t, doc)
+        lines += [plain[0], _headline(t)] if plain else [_headline(t)]
         unc = t.get("uncertainty")
         if unc:
             lines.append(
@@ -117,16 +118,16 @@ def render_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _plain_reaches(t: Mapping[str, Any], doc: Mapping[str, Any]) -> str | None:
-    """The sentence for a mean tok/s target plain decoding already reaches (any acceptance
-    then does; the rates searched for it are 0), else None."""
-    plain = doc.get("baseline_tok_s")
-    if plain is None or doc.get("quantile") is not None or t["tok_s"] > plain:
+def _plain_reaches(t: Mapping[str, Any], doc: Mapping[str, Any]) -> tuple[str, bool] | None:
+    """(the sentence, whether surely) for a mean tok/s target at or below plain decoding's
+    nominal speed (``plain_reach``: with its 90% interval where inputs move it; surely
+    reached, any acceptance does and the rates searched for it are 0), else None."""
+    reach = None if doc.get("quantile") is not None else plain_reach(t["tok_s"], doc)
+    if reach is None:
         return None
-    return (
-        f"target {t['tok_s']:g} tok/s: plain decoding reaches it ({plain:.1f} tok/s), no "
-        "speculation needed"
-    )
+    phrase, sure = reach
+    tail = ", no speculation needed" if sure else ""
+    return f"target {t['tok_s']:g} tok/s: {phrase}{tail}", sure
 
 
 def _headline(t: Mapping[str, Any]) -> str:
@@ -171,8 +172,8 @@ def _search_screen(doc: Mapping[str, Any]) -> str:
         )
     for t in doc["targets"]:
         plain = _plain_reaches(t, doc)
-        lines += ["", *wrap(plain, indent="", more="  ")] if plain else [""]
-        if plain and not t.get("first_rate"):  # any acceptance reaches it: nothing to ask
+        lines += ["", *wrap(plain[0], indent="", more="  ")] if plain else [""]
+        if plain and plain[1] and not t.get("first_rate"):  # any acceptance: nothing to ask
             continue
         lines += wrap(_headline(t), indent="", more="  ")
         unc = t.get("uncertainty")

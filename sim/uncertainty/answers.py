@@ -154,6 +154,9 @@ class UncertaintyResult:
     #: the ``inputs`` specified outside the 5-95% of their own ranges (``off_centre``): an
     #: answer as specified that lies outside its 90% interval lies there because of them
     off_centre_inputs: tuple[OffCentre, ...] = ()
+    #: plain decoding's tok/s (1000 / decode_ms) in the same draws: whether a target below
+    #: the nominal plain speed is surely reached without speculation
+    baseline_tok_s_interval90: Interval | None = None
 
     def target(self, tok_s: float) -> TargetUncertainty | None:
         return next((t for t in self.targets if t.tok_s == tok_s), None)
@@ -177,6 +180,7 @@ class UncertaintyResult:
             ],
             "tok_s_interval90": _listed(self.tok_s_interval90),
             "accept_length_interval90": _listed(self.accept_length_interval90),
+            "baseline_tok_s_interval90": _listed(self.baseline_tok_s_interval90),
             "targets": [t.to_dict() for t in self.targets],
             "notes": list(self.notes),
         } | (
@@ -420,6 +424,9 @@ def _chain_uncertainty(
         ),
         notes=tuple(notes),
         off_centre_inputs=off_centre(ss.inputs),
+        baseline_tok_s_interval90=interval90_of(
+            every.rows(slice(1, 1 + draws.shape[0])).tok_s(0), cap=None
+        ),
     )
     return result, ss, draws
 

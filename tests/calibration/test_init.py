@@ -377,6 +377,11 @@ QWEN3_235B = {**QWEN3_30B_A3B, "hidden_size": 4096, "num_hidden_layers": 94,
 def _qwen3_235b_server(tmp_path: Path, spec_tok_s: float):
     """init of Qwen3-235B-A22B on 8x H100 (SGLang, EAGLE-3 k = 3) calibrated to a plain
     TPOT of 11.2 ms and a speculative tok/s at accept length 2.72, each at 2% error."""
+    return _qwen3_235b_init(tmp_path, spec_tok_s)[1]
+
+
+def _qwen3_235b_init(tmp_path: Path, spec_tok_s: float):
+    """(the scenario init writes, its calibration) of ``_qwen3_235b_server``."""
     from sim.calibration.init_scenario import init_and_calibrate
     from sim.calibration.measurements import BaselinePoint, Measurements, SpecPoint
 
@@ -387,7 +392,7 @@ def _qwen3_235b_server(tmp_path: Path, spec_tok_s: float):
         baselines=(BaselinePoint(1000 / 11.2, 0.02 * 1000 / 11.2, "plain"),),
         points=(SpecPoint(3, 2.72, spec_tok_s, 0.02 * spec_tok_s, 0.02 * 2.72, "eagle3"),),
     )
-    return init_and_calibrate(req, data)[1]
+    return init_and_calibrate(req, data)
 
 
 #: A speculative tok/s the hardware model's verify allows on that server (below what it
@@ -419,6 +424,21 @@ def test_a_verify_the_figures_refute_is_fitted_to_them(tmp_path: Path) -> None:
     assert 0 < low == pytest.approx(line, rel=1e-5) and high > low
     # a 2-token verify between the decode and the 4-token one, not below the decode
     assert s.timing.decode_ms <= pass_times(s).verify_over_ms(2) <= s.timing.verify_ms
+
+
+def test_a_refits_base_values_are_the_scenario_init_wrote(tmp_path: Path) -> None:
+    """The report's "base" beside a fitted pass is the uncalibrated scenario's (what
+    ``specsim run`` prints on it), not the first fit's that the verify refit starts from
+    (a decode fitted to 11.2 ms was shown as its own base)."""
+    from sim.binding.bind import pass_times
+
+    init, cal = _qwen3_235b_init(tmp_path, SPEC_TOK_S_REFUTED)
+    assert cal is not None
+    assert any(n.startswith("timing.verify_ms fitted to the figures") for n in cal.notes)
+    passes = pass_times(init.scenario)
+    base = {v.field: v.base for v in cal.values}
+    assert base["timing.decode_ms"] == passes.decode_ms != cal.scenario.timing.decode_ms
+    assert base["timing.verify_ms"] == passes.verify_ms
 
 
 def test_a_verify_the_figures_allow_is_kept(tmp_path: Path) -> None:

@@ -76,11 +76,12 @@ def test_a_narrower_drafter_reads_the_target_width_in_its_fc(tmp_path: Path) -> 
     assert init_scenario(_req(draft_config=str(path))).scenario.model.draft_params == expected
 
 
-def test_a_drafter_in_another_dtype_says_it_is_read_at_the_targets(tmp_path: Path) -> None:
+def test_a_drafter_in_another_dtype_is_read_at_its_own(tmp_path: Path) -> None:
     path = tmp_path / "fp32.json"
     path.write_text(json.dumps({**json.loads(DRAFTER.read_text()), "torch_dtype": "float32"}))
-    why = init_scenario(_req(draft_config=str(path))).comments["model.draft_params"]
-    assert "at 4 B" in why and "read at the target's 2 B" in why
+    init = init_scenario(_req(draft_config=str(path)))
+    assert "at 4 B" in init.comments["model.draft_params"]
+    assert init.scenario.model.draft_bytes_per_param == 4.0
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,9 @@ class ModelSpec(Section):
     # Weights, for compute derived from a GPU preset when timings are missing (roofline):
     # params per layer outside the routed experts (attention, shared expert; the whole
     # layer of a dense model), per dense layer of a MoE model, per routed expert, in the
-    # LM head, and in the drafter; bytes per param (experts may be quantized apart).
+    # LM head, and in the drafter; bytes per param (experts may be quantized apart; the
+    # drafter's own, e.g. a bf16 drafter on an FP8 target; None: the target's
+    # ``weight_bytes_per_param``).
     dense_layers: Annotated[int, Field(ge=0, le=MAX_LAYERS)] = 0
     layer_params: Params | None = None
     dense_layer_params: Params | None = None
@@ -38,6 +40,7 @@ class ModelSpec(Section):
     draft_params: Params | None = None
     weight_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] = 2.0
     expert_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] | None = None
+    draft_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] | None = None
     # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
     # token of context in a target pass, all layers (MLA's latent KV is replicated on every
     # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the

@@ -28,7 +28,7 @@ from sim.hardware.pass_model import (
     hardware_points,
     pass_model,
 )
-from sim.hardware.passes import HardwarePoint, PassMemo
+from sim.hardware.passes import HardwarePoint
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.timing import TimingSpec
@@ -97,13 +97,11 @@ def _stated_origins(scenario: Scenario) -> dict[str, str]:
     return found
 
 
-def scenario_hardware(scenario: Scenario, memo: PassMemo | None = None) -> PassModel:
+def scenario_hardware(scenario: Scenario) -> PassModel:
     """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
-    a SpecsimError names the scenario field behind a problem. ``memo``: the hardware
-    answers a study keeps for every scenario it binds (sim/hardware/passes.py; None: the
-    model's own)."""
+    a SpecsimError names the scenario field behind a problem."""
     inputs = pass_inputs(scenario)
-    return pass_model(inputs, memo)
+    return pass_model(inputs)
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:
@@ -131,10 +129,10 @@ def measured_pass_times(
     return _measured_times(timing).as_pass_times(num_steps, draft_tokens, slope)
 
 
-def scenario_pass_times(scenario: Scenario, memo: PassMemo | None = None) -> PassTimes:
+def scenario_pass_times(scenario: Scenario) -> PassTimes:
     """Pass times of a scenario on its hardware (sim/hardware/pass_model.py
-    ``PassModel.passes``; ``memo``: as ``scenario_hardware``'s)."""
-    return scenario_hardware(scenario, memo).passes
+    ``PassModel.passes``)."""
+    return scenario_hardware(scenario).passes
 
 
 def uses_derived_compute(scenario: Scenario) -> bool:

@@ -162,10 +162,7 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
     ``{policy}_not_steady_replications``, how many."""
     scenario = point_scenario(task)
     base_dir = Path(task.base_dir) if task.base_dir else None
-    terms = task.terms
-    setup = serving_setup(
-        bind(scenario, terms.passes), base_dir=base_dir, source=task.source, terms=terms
-    )
+    setup = serving_setup(bind(scenario), base_dir=base_dir, source=task.source, terms=task.terms)
     sp = scenario.speculation  # which draft the speculative columns are (as a batch-1 row)
     row: dict[str, Any] = {
         **dict(task.overrides),

@@ -262,9 +262,7 @@ def sampled_tree(
     responses = tuple(
         None
         if is_acceptance_input(inp.field)
-        else pass_response(
-            scenario, inp, draws[:, j], base, vector=tree_cycle_vector, memo=bound.hardware.memo
-        )
+        else pass_response(scenario, inp, draws[:, j], base, vector=tree_cycle_vector)
         for j, inp in enumerate(inputs)
     )
     nominal = tree_acceptance(bound)

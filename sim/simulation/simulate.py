@@ -13,7 +13,6 @@ sim/simulation/summary.py.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,12 +60,7 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
     spawn key (i, j), made by NumPy when the replication first reads it, so a stream no
     replication reads costs nothing (most runs read only ``accept``)."""
-
-    def make(i: int, j: int) -> np.random.Generator:
-        seq = np.random.SeedSequence(seed, spawn_key=(i, j))
-        return np.random.Generator(np.random.PCG64(seq))
-
-    return [ReplicationRngs(functools.partial(make, i)) for i in block]
+    return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run

@@ -27,7 +27,6 @@ from sim.simulation.serving.metrics import (
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup
 from sim.simulation.serving.simulate import ServingRun
-from sim.simulation.serving.workload import ClosedLoop
 
 if TYPE_CHECKING:  # the study's result, only named here
     from sim.studies.serving.serve import Served
@@ -164,13 +163,6 @@ LOCKSTEP_LINE = (
 )
 
 
-def lockstep(setup: ServingSetup) -> bool:
-    """Whether ``setup`` serves plain requests in lockstep waves (``LOCKSTEP_LINE``): a
-    ``Workload.lockstep`` closed loop of at least 2 users."""
-    w = setup.plan.workload
-    return w.lockstep and isinstance(w.arrivals, ClosedLoop) and w.arrivals.users > 1
-
-
 def served_to_dict(served: Served, scenario: str) -> dict[str, Any]:
     """The ``serve`` document's body (every number the text and the figures show): the
     settings, then each policy's metrics and the paired speedup with their 90% intervals
@@ -223,7 +215,7 @@ def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) 
             "tpot_ms": setup.slo.tpot_ms,
         },
         "assumptions": list(setup.assumptions),
-        "lockstep": lockstep(setup),
+        "lockstep": setup.plan.workload.lockstep,
     }
 
 

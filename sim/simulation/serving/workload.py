@@ -261,11 +261,12 @@ class Workload:
         """Whether plain decoding runs this workload in lockstep waves: a closed loop with
         no think time and no job, every request the same output length. A plain request
         emits one token an iteration, so requests admitted together end together and the
-        users' next prompts arrive and prefill together, wave after wave (at 2 users or
+        users' next prompts arrive and prefill together, wave after wave (so at 2 users or
         more); speculation's random accept lengths break the waves."""
         loop = self.arrivals
         return (
             isinstance(loop, ClosedLoop)
+            and loop.users > 1
             and loop.think_ms == 0
             and loop.tasks is None
             and self.output_tokens.min_tokens == self.output_tokens.max_tokens

@@ -16,7 +16,9 @@ Field names as transformers' configuration classes spell them (``LlamaConfig``,
 - the LM head ``vocab x hidden`` (read every pass, tied to the embedding or not).
 
 Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
-``quantization_config`` (its ``bits``, or fp8 = 1) else ``torch_dtype``/``dtype``.
+``torch_dtype``/``dtype``, an FP8 ``quantization_config`` 1; any other quantization module by
+module (sim/calibration/quant_layout.py), what every pass reads apart from the routed
+experts (sim/calibration/weight_bytes.py).
 KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
 GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank.
 
@@ -134,22 +136,12 @@ def _first(cfg: dict[str, Any], *names: str) -> str | None:
 
 
 def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
-    """Bytes a weight of ``cfg`` (named ``where`` in the origin): its
-    ``quantization_config`` bits (or fp8), else its ``torch_dtype``/``dtype``."""
+    """Bytes a weight of ``cfg`` (named ``where`` in the origin) stored uniformly: an FP8
+    ``quantization_config`` (``uniform_fp8``) 1, else its ``torch_dtype``/``dtype``."""
     quant = cfg.get("quantization_config")
     if isinstance(quant, dict):
-        bits = quant.get("bits") or quant.get("w_bit")
-        if isinstance(bits, int) and bits > 0:
-            return Derived(bits / 8.0, f"{where}: quantization_config.bits = {bits}")
         method = str(quant.get("quant_method", "")).lower()
-        if "fp8" in method or quant.get("fmt") == "e4m3":
-            return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
-        raise SpecsimError(
-            "quantization without bits (nor fp8): its bytes a weight are not known to "
-            "specsim init; write the scenario's model.weight_bytes_per_param by hand",
-            source=source,
-            field="quantization_config",
-        )
+        return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
     return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
 

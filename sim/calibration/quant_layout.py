@@ -112,9 +112,9 @@ class Layout:
     def width(self, part: Part, source: str) -> Width:
         """The width of ``part``'s weights; SpecsimError when its projections differ (a
         part is priced at one width)."""
-        widths = {self.rule(names, part.kind) for names in part.modules}
-        if len(widths) > 1:
-            said = "; ".join(sorted(w.label for w in widths))
+        widths = [self.rule(names, part.kind) for names in part.modules]
+        if len({w.bytes_per_param for w in widths}) > 1:
+            said = "; ".join(sorted({w.label for w in widths}))
             raise SpecsimError(
                 f"{self.method}: the {part.kind} projections of one layer are stored at "
                 f"different widths ({said}); specsim prices a part of a layer at one width: "
@@ -122,7 +122,7 @@ class Layout:
                 source=source,
                 field="quantization_config",
             )
-        return widths.pop()
+        return widths[0]
 
 
 def _field(source: str, name: str, why: str) -> SpecsimError:
@@ -237,14 +237,28 @@ def _modelopt_excluded(patterns: tuple[str, ...], name: str) -> bool:
     return any(_excludes(p, name) for p in patterns)
 
 
-def _modelopt_algo(algo: Any, group: Any, source: str, where: str) -> Width:
+#: vLLM's fused projections: a ``quantized_layers`` entry of one names its parts.
+FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+
+
+def _covers(module: str, name: str) -> bool:
+    """A ``quantized_layers`` entry covers the module of that name, its children, and the
+    parts of a fused projection it names (``self_attn.qkv_proj``: q, k and v)."""
+    if name == module or name.startswith(module + "."):
+        return True
+    parent, _, last = module.rpartition(".")
+    return any(name == f"{parent}.{part}" for part in FUSED.get(last, ()))
+
+
+def _modelopt_algo(algo: Any, group: Any, source: str, where: str, said: str) -> Width:
+    """The width of ModelOpt algorithm ``algo`` (field ``where``, ``said`` in the label)."""
     name = str(algo).upper()
     if name in MODELOPT_FP8:
-        return _bits_width(8, f"{where} {name}; its scales (a tensor, row or block) left out")
+        return _bits_width(8, f"{said} {name}; its scales (a tensor, row or block) left out")
     if name in MODELOPT_NVFP4:
         size = NVFP4_GROUP if group is None else _pos_int(group, source, "group_size")
         return _bits_width(
-            4 + 8 / size, f"{where} {name}: 4-bit E2M1 + an FP8 scale every {size} weights"
+            4 + 8 / size, f"{said} {name}: 4-bit E2M1 + an FP8 scale every {size} weights"
         )
     raise _field(
         source,
@@ -271,21 +285,24 @@ def _modelopt(quant: dict[str, Any], dense: Width, source: str) -> Layout:
                 raise _field(source, where, f"must be a mapping, got {spec!r}")
             algo_where = f"{where}.quant_algo"
             per[module] = _modelopt_algo(
-                spec.get("quant_algo"), spec.get("group_size"), source, algo_where
+                spec.get("quant_algo"), spec.get("group_size"), source, algo_where, "quant_algo"
             )
 
         def mixed(names: tuple[str, ...], kind: str) -> Width:
             if kind in (ROUTER, LM_HEAD) or any(_modelopt_excluded(excluded, n) for n in names):
                 return dense
             for module, width in per.items():
-                if any(n == module or n.startswith(module + ".") for n in names):
+                if any(_covers(module, n) for n in names):
                     return width
             return dense
 
-        return Layout(
-            "modelopt MIXED_PRECISION", f"quantized_layers, {key}", mixed, excluded, _excludes
-        )
-    width = _modelopt_algo(algo, body.get("group_size"), source, "quant_algo")
+        def either(pattern: str, name: str) -> bool:
+            return _covers(pattern, name) if pattern in per else _excludes(pattern, name)
+
+        patterns = (*per, *excluded)
+        fields = f"quantized_layers, {key}"
+        return Layout("modelopt MIXED_PRECISION", fields, mixed, patterns, either)
+    width = _modelopt_algo(algo, body.get("group_size"), source, "quant_algo", "quant_algo")
 
     def uniform(names: tuple[str, ...], kind: str) -> Width:
         if kind in (ROUTER, LM_HEAD) or any(_modelopt_excluded(excluded, n) for n in names):

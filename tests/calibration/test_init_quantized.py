@@ -7,12 +7,14 @@ Real files: tests/data/configs/README.md."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from sim.calibration.hf_config import HfModel, read_hf_config
+from sim.calibration.init_scenario import InitRequest, init_scenario
 from sim.cli import main
 from sim.errors import SpecsimError
 
@@ -208,6 +210,9 @@ def test_init_writes_a_scenario_run_reads(
     text = out.read_text()
     assert f"expert_bytes_per_param = {expert}" in text
     assert "# derived: config.json: quantization_config" in text
+    uncertainty = tomllib.loads(text)["uncertainty"]["model"]
+    assert uncertainty["expert_bytes_per_param"]["origin"] == "derived"
+    assert "quantization_config" in uncertainty["weight_bytes_per_param"]["reason"]
     ran = CliRunner().invoke(main, ["run", str(out), "-q", "--json"])
     assert ran.exit_code == 0, ran.output
     wider = tmp_path / "wider.toml"
@@ -222,3 +227,42 @@ def test_init_writes_a_scenario_run_reads(
 def _plain_tok_s(output: str) -> float:
     doc = json.loads(output)
     return float(doc["baseline_tok_s"])
+
+
+def test_modelopt_mixed_precision_reads_each_module_its_own(tmp_path: Path) -> None:
+    """MIXED_PRECISION: NVFP4 experts, FP8 attention named by vLLM's fused ``qkv_proj``
+    (its q, k and v); an entry naming no module of this model (an MTP layer) is said."""
+    raw = json.loads(QWEN.read_text())
+    layers: dict[str, dict] = {"mtp.layers.0.mlp.experts": {"quant_algo": "NVFP4"}}
+    for i in range(raw["num_hidden_layers"]):
+        layers[f"model.layers.{i}.mlp.experts"] = {"quant_algo": "NVFP4", "group_size": 16}
+        layers[f"model.layers.{i}.self_attn.qkv_proj"] = {"quant_algo": "FP8"}
+        layers[f"model.layers.{i}.self_attn.o_proj"] = {"quant_algo": "FP8"}
+    raw["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                                  "quantized_layers": layers, "ignore": ["lm_head"]}  # fmt: skip
+    m = read_hf_config(_write(tmp_path, raw))
+    assert m.get("expert_bytes_per_param") == 0.5625
+    want = _dense_mean(m, {"attention": 1.0, "router": 2.0, "head": 2.0})
+    assert m.get("weight_bytes_per_param") == pytest.approx(want, rel=1e-12)
+    assert "not read: mtp.layers.0.mlp.experts" in m.values["weight_bytes_per_param"].origin
+
+
+def test_a_quantized_drafter_is_read_module_by_module(tmp_path: Path) -> None:
+    """A drafter's own compressed-tensors FP8 layers beside its bf16 LM head: its bytes a
+    weight are their parameter-weighted mean, labelled derived once, with its file."""
+    raw = json.loads((DATA / "qwen3-30b-a3b-eagle3.json").read_text())
+    fp8 = {"num_bits": 8, "type": "float", "strategy": "channel"}
+    raw["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "ignore": ["lm_head"],
+        "config_groups": {"g": {"targets": ["Linear"], "weights": fp8}},
+    }
+    drafter = _write(tmp_path, raw, "drafter.json")
+    req = InitRequest(str(QWEN), "H100", "vllm", gpus=1, drafter="eagle3", num_steps=3,
+                      accept_length=2.6, draft_config=str(drafter))  # fmt: skip
+    init = init_scenario(req)
+    layer = read_hf_config(drafter)
+    assert 1.0 < init.scenario.model.draft_bytes_per_param < 2.0
+    assert init.scenario.model.draft_bytes_per_param == layer.get("weight_bytes_per_param")
+    why = init.comments["model.draft_bytes_per_param"]
+    assert why.count("derived") == 1 and f"{drafter}: quantization_config" in why

@@ -17,6 +17,7 @@ from sim.calibration.hf_config import HfModel, read_hf_config
 from sim.calibration.init_scenario import InitRequest, init_scenario
 from sim.cli import main
 from sim.errors import SpecsimError
+from tests.calibration.test_init_hybrid import SMALL_NEXT
 
 DATA = Path(__file__).parents[1] / "data" / "configs"
 KIMI = DATA / "kimi-k2-thinking.json"
@@ -266,3 +267,21 @@ def test_a_quantized_drafter_is_read_module_by_module(tmp_path: Path) -> None:
     assert init.scenario.model.draft_bytes_per_param == layer.get("weight_bytes_per_param")
     why = init.comments["model.draft_bytes_per_param"]
     assert why.count("derived") == 1 and f"{drafter}: quantization_config" in why
+
+
+def test_a_hybrids_linear_layers_kept_apart_layer_by_layer(tmp_path: Path) -> None:
+    """Qwen3-Next style (every 4th layer full attention): int4 groups of 128 with bfloat16
+    scales (4.125 bits) over every linear layer but the ignored Gated DeltaNet mixers."""
+    group = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}
+    quant = {"quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*linear_attn.*"],
+             "config_groups": {"g": {"targets": ["Linear"], "weights": group}}}  # fmt: skip
+    m = read_hf_config(_write(tmp_path, {**SMALL_NEXT, "quantization_config": quant}))
+    mlp = 3 * 1024 * 2816
+    full = m.full_attention_layer_params - mlp
+    delta = (8 * (m.get("layer_params") - mlp) - 2 * full) / 6  # 6 linear layers of 8
+    head, w = m.get("lm_head_params"), 4.125 / 8
+    want = (6 * delta * 2 + 2 * full * w + 8 * mlp * w + head * 2) / (
+        6 * delta + 2 * full + 8 * mlp + head
+    )
+    assert m.get("weight_bytes_per_param") == pytest.approx(want, rel=1e-12)
+    assert "linear attention, LM head at 2 B a weight" in m.values["weight_bytes_per_param"].origin

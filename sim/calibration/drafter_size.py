@@ -108,5 +108,7 @@ def drafter_bytes(draft: HfModel, path: str) -> tuple[float, str]:
     dtype, the file named, or the target's (``unstated_bytes``)."""
     found = draft.values["weight_bytes_per_param"]
     stated = UNSTATED_DTYPE not in found.origin
-    why = f"{path}: {found.origin.removeprefix('config.json: ')}" if stated else found.origin
+    # (a quantized drafter's origin says derived already: the caller's label says it once)
+    own = found.origin.removeprefix("derived: ").removeprefix("config.json: ")
+    why = f"{path}: {own}" if stated else found.origin
     return float(found.value), why

@@ -16,7 +16,9 @@ Field names as transformers' configuration classes spell them (``LlamaConfig``,
 - the LM head ``vocab x hidden`` (read every pass, tied to the embedding or not).
 
 Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
-``quantization_config`` (its ``bits``, or fp8 = 1) else ``torch_dtype``/``dtype``.
+``torch_dtype``/``dtype``, an FP8 ``quantization_config`` 1; any other quantization module by
+module (sim/calibration/quant_layout.py), what every pass reads apart from the routed
+experts (sim/calibration/weight_bytes.py).
 KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
 GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank.
 
@@ -45,6 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim.calibration import checkpoint_modules as names
+from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout, uniform_fp8
+from sim.calibration.weight_bytes import LayerWeights, layout_bytes
 from sim.errors import SpecsimError
 from sim.files import json_depth, read_bounded_text
 
@@ -131,24 +136,65 @@ def _first(cfg: dict[str, Any], *names: str) -> str | None:
 
 
 def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
-    """Bytes a weight of ``cfg`` (named ``where`` in the origin): its
-    ``quantization_config`` bits (or fp8), else its ``torch_dtype``/``dtype``."""
+    """Bytes a weight of ``cfg`` (named ``where`` in the origin) stored uniformly: an FP8
+    ``quantization_config`` (``uniform_fp8``) 1, else its ``torch_dtype``/``dtype``."""
     quant = cfg.get("quantization_config")
     if isinstance(quant, dict):
-        bits = quant.get("bits") or quant.get("w_bit")
-        if isinstance(bits, int) and bits > 0:
-            return Derived(bits / 8.0, f"{where}: quantization_config.bits = {bits}")
         method = str(quant.get("quant_method", "")).lower()
-        if "fp8" in method or quant.get("fmt") == "e4m3":
-            return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
-        raise SpecsimError(
-            "quantization without bits (nor fp8): its bytes a weight are not known to "
-            "specsim init; write the scenario's model.weight_bytes_per_param by hand",
-            source=source,
-            field="quantization_config",
-        )
+        return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
     return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
+
+
+#: The unquantized weights' dtype of an mxfp4 checkpoint that states none (gpt-oss's
+#: config.json states no torch_dtype): bfloat16, the dtype its non-expert tensors are
+#: published in (openai/gpt-oss-120b model card: "MXFP4 for the MoE weights, BF16 the rest").
+MXFP4_UNSTATED_DTYPE = "bfloat16"
+
+
+def _weight_bytes(
+    raw: dict[str, Any],
+    cfg: dict[str, Any],
+    where: str,
+    source: str,
+    weights: LayerWeights,
+    unstated_bytes: Derived | None,
+) -> dict[str, Derived]:
+    """``weight_bytes_per_param`` (and, for a MoE stored at mixed widths, its
+    ``expert_bytes_per_param``): the ``quantization_config`` at the top level, else the
+    language model's; its unquantized weights at the language model's dtype, else the top
+    level's (a nested config may state it either side)."""
+    quant_cfg, quant_where = (raw, "config.json") if "quantization_config" in raw else (cfg, where)
+    quant = quant_cfg.get("quantization_config")
+    if not isinstance(quant, dict) or uniform_fp8(quant):
+        stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
+        unstated = _first(cfg, "torch_dtype", "dtype") is None
+        if unstated_bytes is not None and not stated and unstated:
+            return {"weight_bytes_per_param": unstated_bytes}
+        if "quantization_config" in raw or unstated:
+            return {"weight_bytes_per_param": _bytes_per_param(raw, source)}
+        return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}
+    own = _first(cfg, "torch_dtype", "dtype") is not None
+    dtype_cfg, dtype_where = (cfg, where) if own else (raw, "config.json")
+    if _first(dtype_cfg, "torch_dtype", "dtype") is not None:
+        name, dtype = _dtype(dtype_cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
+        dense = Width(DTYPE_BYTES[dtype], f"{dtype_where}: {name} = {dtype}")
+    elif unstated_bytes is not None:
+        dense = Width(unstated_bytes.value, unstated_bytes.origin)
+    elif str(quant.get("quant_method", "")).lower() == "mxfp4":
+        dense = Width(
+            DTYPE_BYTES[MXFP4_UNSTATED_DTYPE],
+            f"{MXFP4_UNSTATED_DTYPE}: no torch_dtype; gpt-oss's unquantized weights as published",
+        )
+    else:
+        _dtype(dtype_cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)  # raises: none stated
+        raise AssertionError("unreachable")
+    layout = read_layout(quant, dense, source)
+    weight, expert = layout_bytes(weights, layout, quant_where, source)
+    out = {"weight_bytes_per_param": Derived(*weight)}
+    if expert is not None:
+        out["expert_bytes_per_param"] = Derived(*expert)
+    return out
 
 
 def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
@@ -187,6 +233,17 @@ def linear_layers(cfg: dict[str, Any], layers: int, source: str) -> tuple[int, s
     if interval and cfg.get("linear_num_value_heads") is not None:
         return layers - layers // interval, "full_attention_interval"
     return 0, ""
+
+
+def linear_flags(cfg: dict[str, Any], layers: int) -> tuple[bool, ...]:
+    """Whether each layer is a linear-attention layer (``linear_layers``' rule, layer by
+    layer: ``layer_types``, else every layer but each ``full_attention_interval``-th)."""
+    types = cfg.get("layer_types")
+    if isinstance(types, list):
+        return tuple(t == LINEAR_ATTENTION for t in types)
+    interval = cfg.get("full_attention_interval")
+    assert isinstance(interval, int) and interval > 0  # (linear_layers counted them so)
+    return tuple((i + 1) % interval != 0 for i in range(layers))
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,6 +541,7 @@ def hf_model_of(
         )
         kv_per_token_layer = (kv_lora + rope) * 1  # latent replicated on every rank
         pair_dims = qk + v_dim
+        attn_names = names.MLA_ATTENTION if q_lora else names.MLA_ATTENTION_NO_Q_LORA
     else:
         head_dim = _int(cfg, "head_dim", source=source, required=False)
         if head_dim is None:
@@ -505,8 +563,10 @@ def hf_model_of(
             attn_why += ", attn_output_gate (q_proj twice as wide)"
         kv_per_token_layer = 2 * head_dim * max(math.ceil(kv_heads / tensor_parallel), 1)
         pair_dims = 2 * head_dim
+        attn_names = names.GQA_ATTENTION
     full_attention = float(attn)  # one full-attention layer's mixer
     mixer = full_attention
+    delta_net = 0.0
     if linear and not mla:
         delta_net = gated_delta_net_params(cfg, hidden, source)
         mixer = (attention_layers * full_attention + linear * delta_net) / layers
@@ -523,6 +583,8 @@ def hf_model_of(
     inter = _int(cfg, "intermediate_size", "ffn_hidden_size", source=source, required=not experts)
     moe = bool(experts)
     check_moe_layout(cfg, source, moe=moe)
+    naming = names.naming(cfg.get("model_type"))
+    shared, shared_names, dense, dense_mlp = 0.0, naming.shared_experts, 0, 0.0
     if moe:
         assert experts is not None
         per_tok = _int(cfg, "num_experts_per_tok", "moe_topk", source=source)
@@ -532,7 +594,6 @@ def hf_model_of(
                 "missing: the experts' size", source=source, field="moe_intermediate_size"
             )
         expert = 3 * hidden * moe_inter
-        shared = 0.0
         shared_why = "no shared expert"
         n_shared = _int(cfg, "n_shared_experts", source=source, required=False)
         shared_inter = _int(cfg, "shared_expert_intermediate_size", source=source, required=False)
@@ -542,8 +603,9 @@ def hf_model_of(
         elif shared_inter:
             shared = 3 * hidden * shared_inter
             shared_why = cite("shared_expert_intermediate_size")
+            shared_names = naming.shared_expert
         elif cfg.get("model_type") in IMPLICIT_SHARED_EXPERT:
-            shared = float(expert)
+            shared, shared_names = float(expert), naming.shared_expert
             shared_why = (
                 f"{cite('intermediate_size')}: {cfg['model_type']}'s one shared expert "
                 "(transformers Llama4TextMoe)"
@@ -565,6 +627,7 @@ def hf_model_of(
                 raise SpecsimError(
                     "missing: the dense layers' FFN size", source=source, field="intermediate_size"
                 )
+            dense_mlp = 3.0 * hidden * inter
             v["dense_layers"] = Derived(dense, cite("first_k_dense_replace"))
             v["dense_layer_params"] = Derived(
                 float(mixer + 3 * hidden * inter),
@@ -572,22 +635,28 @@ def hf_model_of(
             )
     else:
         assert inter is not None
+        dense_mlp = 3.0 * hidden * inter
         v["layer_params"] = Derived(
             float(mixer + 3 * hidden * inter),
             f"attention ({attn_why}) + 3 x hidden_size x intermediate_size "
             f"({cite('intermediate_size')})",
         )
     v["lm_head_params"] = Derived(float(vocab * hidden), cite("vocab_size", "hidden_size"))
-    # the weights' dtype: the top level's quantization, else the language model's dtype,
-    # else the top level's (a nested config may state it either side)
-    stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
-    if unstated_bytes is not None and not stated and _first(cfg, "torch_dtype", "dtype") is None:
-        bpp = unstated_bytes
-    elif "quantization_config" in raw or _first(cfg, "torch_dtype", "dtype") is None:
-        bpp = _bytes_per_param(raw, source)
-    else:
-        bpp = _bytes_per_param(cfg, source, where)
-    v["weight_bytes_per_param"] = bpp
+    kinds: dict[str, tuple[tuple[str, ...], float]] = {
+        "attention": (attn_names, full_attention),
+        "linear attention": (names.LINEAR_ATTENTION, delta_net),
+        "MLP": (naming.mlp, dense_mlp),
+        LM_HEAD: ((), float(vocab * hidden)),
+    }
+    if moe:
+        assert experts is not None
+        kinds[ROUTED] = (naming.experts, float(experts * expert))
+        kinds[ROUTER] = (naming.router, float(hidden * experts))
+        if shared:
+            kinds["shared experts"] = (shared_names, shared)
+    flags = linear_flags(cfg, layers) if linear and not mla else (False,) * layers
+    weights = LayerWeights(flags, dense if moe else layers, kinds, cfg is not raw)
+    v.update(_weight_bytes(raw, cfg, where, source, weights, unstated_bytes))
     # the layers that keep a KV cache (a hybrid's full-attention layers only)
     kv_layers = (
         f"{layers} layers"

@@ -127,6 +127,11 @@ class InitScenario:
     notes: tuple[str, ...] = ()
 
 
+#: Keys a quantized checkpoint's layout derives (sim/calibration/weight_bytes.py): their
+#: provenance says derived, with the fields read.
+LAYOUT_DERIVED = frozenset({"weight_bytes_per_param", "expert_bytes_per_param"})
+
+
 def _set(raw: dict[str, Any], comments: dict[str, str], dotted: str, value: Any, why: str):
     section, key = dotted.split(".", 1)
     raw.setdefault(section, {})[key] = value
@@ -426,6 +431,9 @@ def init_scenario(req: InitRequest) -> InitScenario:
     )
     for key, d in model.values.items():
         _set(raw, comments, f"model.{key}", d.value, d.origin)
+        if key in LAYOUT_DERIVED and d.origin.startswith("derived: "):
+            entry = {"origin": "derived", "reason": d.origin.removeprefix("derived: ")}
+            _set_uncertainty(raw, comments, f"model.{key}", entry)
     if req.drafter in PARALLEL_DRAFTERS:
         _parallel_drafter(req, model, tp, raw, comments)
     elif req.drafter == "eagle3" and req.draft_config is not None and req.draft_params is None:

@@ -385,7 +385,7 @@ def uniform_fp8(quant: dict[str, Any]) -> bool:
     e4m3, without ``bits``): DeepSeek's and Qwen's block-FP8 layout, whose LM head and
     routers stay in the model's dtype, is still priced uniformly (not re-derived here)."""
     method = str(quant.get("quant_method", "")).lower()
-    plain = method not in ("compressed-tensors", "modelopt", "mxfp4")
+    plain = method not in ("compressed-tensors", "mxfp4") and not method.startswith("modelopt")
     return plain and _bits_field(quant) is None and ("fp8" in method or quant.get("fmt") == "e4m3")
 
 
@@ -395,7 +395,7 @@ def read_layout(quant: dict[str, Any], dense: Width, source: str) -> Layout:
     method = str(quant.get("quant_method", "")).lower()
     if method == "compressed-tensors":
         return _compressed_tensors(quant, dense, source)
-    if method == "modelopt":
+    if method.startswith("modelopt"):  # vLLM's spellings: modelopt, modelopt_fp4, modelopt_mixed
         return _modelopt(quant, dense, source)
     if method == "mxfp4":
         return _mxfp4(quant, dense, source)

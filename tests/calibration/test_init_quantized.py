@@ -113,6 +113,17 @@ def test_modelopt_nvfp4_experts_attention_excluded() -> None:
     )
 
 
+@pytest.mark.parametrize("method", ["modelopt_fp4", "modelopt_mixed", "ModelOpt"])
+def test_vllms_other_modelopt_spellings_read_the_same(tmp_path: Path, method: str) -> None:
+    """vLLM names its ModelOpt configs modelopt, modelopt_fp4 and modelopt_mixed; the
+    quant_algo, not the spelling, sets the width."""
+    raw = json.loads(NVFP4.read_text())
+    raw["quantization_config"]["quant_method"] = method
+    m = read_hf_config(_write(tmp_path, raw))
+    assert m.get("expert_bytes_per_param") == 0.5625
+    assert m.get("weight_bytes_per_param") == 2.0
+
+
 def test_modelopt_nvfp4_everywhere_but_the_head_is_the_weighted_mean(tmp_path: Path) -> None:
     """Attention quantized too: what every pass reads is the parameter-weighted mean of the
     NVFP4 attention, the bf16 routers and the bf16 LM head."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import AllReduceTime, allreduce_time
@@ -47,10 +47,14 @@ from sim.hardware.launch import (
 
 #: The passes of a speculative cycle (and of plain decoding: ``decode``).
 PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
-#: Entries each table of a ``PassMemo`` keeps (the oldest dropped when full): a search
-#: over k = 1..32 on two hardware points asks for about 150 distinct passes, a fit's
-#: trials of a derived verify table over a thousand; an entry is a few hundred bytes.
+#: Entries a ``PassMemo`` keeps of calibrated computes and per-kernel costs (the oldest
+#: dropped when full): a search over k = 1..32 on two hardware points asks for about 150
+#: distinct passes; an entry holds the pass's kernel schedule (about 60 kB at 61 layers).
 MEMO_SIZE = 1024
+#: Entries it keeps of composed passes (a breakdown, a few hundred bytes): `hardware` on
+#: the seed composes about 1,430 distinct passes, a fit's trials of a derived verify
+#: table over 2,000.
+COMPOSED_SIZE = 4096
 
 R = TypeVar("R")
 
@@ -58,11 +62,11 @@ R = TypeVar("R")
 class PassMemo:
     """The answers of ``compose_pass``, ``calibrate_pass`` and ``calibrate_launch_us``
     its holder met (module docstring): one table each, {inputs: answer}, at most
-    ``MEMO_SIZE`` entries (the oldest dropped when full). Keys hold each float's type
-    beside it (``1`` and ``1.0`` are other inputs, as ``compute_ms`` is kept as given). Pickled
-    empty: a copy sent to another process starts its own (``PassTerms`` carries a
-    study's to its workers' tables). A Dask worker's threads may share one: an entry is
-    added, and the oldest dropped, under its lock."""
+    ``COMPOSED_SIZE`` or ``MEMO_SIZE`` entries (the oldest dropped when full). Keys hold
+    each float's type beside it (``1`` and ``1.0`` are other inputs, as ``compute_ms`` is
+    kept as given). Pickled empty: a copy sent to another process starts its own
+    (``PassTerms`` carries a study's to its workers' tables). A Dask worker's threads may
+    share one: an entry is added, and the oldest dropped, under its lock."""
 
     __slots__ = ("_lock", "composed", "computes", "launches")
 
@@ -75,14 +79,21 @@ class PassMemo:
     def __reduce__(self) -> tuple[type[PassMemo], tuple[()]]:
         return PassMemo, ()
 
-    def kept(self, table: dict[Hashable, R], key: Hashable, make: Callable[[], R]) -> R:
-        """``table[key]`` (one of this memo's tables), made by ``make()`` and kept the
-        first time; an error is raised, not kept."""
+    def kept(
+        self,
+        table: dict[Hashable, R],
+        size: int,
+        key: Hashable,
+        make: Callable[..., R],
+        *args: Any,
+    ) -> R:
+        """``table[key]`` (one of this memo's tables, at most ``size`` entries), made by
+        ``make(*args)`` and kept the first time; an error is raised, not kept."""
         found = table.get(key)
         if found is None:
-            found = make()
+            found = make(*args)
             with self._lock:
-                if len(table) >= MEMO_SIZE:
+                if len(table) >= size:
                     del table[next(iter(table))]  # the oldest (a dict keeps insertion order)
                 table[key] = found
         return found
@@ -265,8 +276,10 @@ def compose_pass(
         return _compose_pass(shape, key, geom, compute_ms, origin)
     return memo.kept(
         memo.composed,
+        COMPOSED_SIZE,
         (shape, key, geom, compute_ms, type(compute_ms), origin),
-        lambda: _compose_pass(shape, key, geom, compute_ms, origin),
+        _compose_pass,
+        *(shape, key, geom, compute_ms, origin),
     )
 
 
@@ -312,8 +325,10 @@ def calibrate_pass(
         if memo is None
         else memo.kept(
             memo.computes,
+            MEMO_SIZE,
             (shape, key, geom, measured_ms, type(measured_ms)),
-            lambda: _calibrated_compute_ms(shape, key, geom, measured_ms),
+            _calibrated_compute_ms,
+            *(shape, key, geom, measured_ms),
         )
     )
     if compute_ms is not None:
@@ -391,8 +406,10 @@ def calibrate_launch_us(
         return _launch_us(shape, unit_hw, geom, compute_ms, measured_ms)
     return memo.kept(
         memo.launches,
+        MEMO_SIZE,
         (shape, unit_hw, geom, compute_ms, type(compute_ms), measured_ms, type(measured_ms)),
-        lambda: _launch_us(shape, unit_hw, geom, compute_ms, measured_ms),
+        _launch_us,
+        *(shape, unit_hw, geom, compute_ms, measured_ms),
     )
 
 

@@ -32,7 +32,7 @@ from sim.binding.decompose import scenario_hardware, scenario_pass_times
 from sim.binding.priors import DecayPrior, ShapeError, decay_prior, shape_error
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
-from sim.hardware.passes import pass_schedule
+from sim.hardware.passes import PassMemo, pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
@@ -500,15 +500,17 @@ def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarr
 # --------------------------------------------------------------------------- timing
 
 
-def pass_times(scenario: Scenario) -> PassTimes:
+def pass_times(scenario: Scenario, memo: PassMemo | None = None) -> PassTimes:
     """The pass times a scenario implies on its hardware.
 
     As measured when the hardware is the one the timings were measured on
     (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
     communication and launch) or derived by the hardware model (sim/hardware/pass_model.py).
-    Computed once per bound model (``Bound.pass_times``, sim/binding/bound.py).
+    Computed once per bound model (``Bound.pass_times``, sim/binding/bound.py). ``memo``:
+    the hardware answers of what asks for many scenarios' passes (sim/hardware/passes.py
+    ``PassMemo``; None: the hardware model's own).
     """
-    return scenario_pass_times(scenario)
+    return scenario_pass_times(scenario, memo)
 
 
 def draft_pass_table_ms(hw: PassModel, max_tokens: int) -> tuple[float, ...] | None:

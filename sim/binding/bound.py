@@ -31,6 +31,7 @@ from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
+from sim.hardware.passes import PassMemo
 from sim.model.closed_forms import FactorsFn
 from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
@@ -139,16 +140,18 @@ class Bound:
         return drawn_cycle_times(self.scenario, self.hardware, fidelity, rng)
 
 
-def bind(scenario: Scenario) -> Bound:
+def bind(scenario: Scenario, memo: PassMemo | None = None) -> Bound:
     """The scenario's ``Bound``: pass times, acceptance, rates, cycles and uncertain
     inputs, computed once.
 
     A problem the hardware model finds is reported against the scenario's source (its
     file, or the study that set its values), ``(--set)`` when that step set a hardware,
-    model or timing field (sim/scenario/origins.py).
+    model or timing field (sim/scenario/origins.py). ``memo``: the hardware model's
+    answers a study keeps for every scenario it binds (sim/hardware/passes.py ``PassMemo``;
+    None: the bound model's own).
     """
     try:
-        hardware = scenario_hardware(scenario)
+        hardware = scenario_hardware(scenario, memo)
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None

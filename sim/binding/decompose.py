@@ -28,7 +28,7 @@ from sim.hardware.pass_model import (
     hardware_points,
     pass_model,
 )
-from sim.hardware.passes import HardwarePoint
+from sim.hardware.passes import HardwarePoint, PassMemo
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.timing import TimingSpec
@@ -97,11 +97,13 @@ def _stated_origins(scenario: Scenario) -> dict[str, str]:
     return found
 
 
-def scenario_hardware(scenario: Scenario) -> PassModel:
+def scenario_hardware(scenario: Scenario, memo: PassMemo | None = None) -> PassModel:
     """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
-    a SpecsimError names the scenario field behind a problem."""
+    a SpecsimError names the scenario field behind a problem. ``memo``: the hardware
+    answers a study keeps for every scenario it binds (sim/hardware/passes.py; None: the
+    model's own)."""
     inputs = pass_inputs(scenario)
-    return pass_model(inputs)
+    return pass_model(inputs, memo)
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:
@@ -129,10 +131,10 @@ def measured_pass_times(
     return _measured_times(timing).as_pass_times(num_steps, draft_tokens, slope)
 
 
-def scenario_pass_times(scenario: Scenario) -> PassTimes:
+def scenario_pass_times(scenario: Scenario, memo: PassMemo | None = None) -> PassTimes:
     """Pass times of a scenario on its hardware (sim/hardware/pass_model.py
-    ``PassModel.passes``)."""
-    return scenario_hardware(scenario).passes
+    ``PassModel.passes``; ``memo``: as ``scenario_hardware``'s)."""
+    return scenario_hardware(scenario, memo).passes
 
 
 def uses_derived_compute(scenario: Scenario) -> bool:

@@ -42,5 +42,6 @@ def implied_efficiency(scenario: Scenario, decode_ms: float, hw: PassModel | Non
     scenario's hardware model when the caller holds it (else it is taken apart here)."""
     hw = scenario_hardware(scenario) if hw is None else hw
     shape = hw.shape("decode", 1, hw.reference)
-    compute_ms = calibrate_pass(shape, hw.reference, hw.geom, decode_ms, "timing.decode_ms")
+    field = "timing.decode_ms"
+    compute_ms = calibrate_pass(shape, hw.reference, hw.geom, decode_ms, field, memo=hw.memo)
     return decode_roofline_ms(scenario, hw) / compute_ms

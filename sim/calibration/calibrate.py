@@ -43,9 +43,8 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
-from sim.binding.bind import pass_times
-from sim.binding.bound import bind
-from sim.binding.decompose import hardware_point, reference_point
+from sim.binding.bound import Bound, bind
+from sim.binding.decompose import hardware_point, reference_point, scenario_hardware
 from sim.binding.inputs import clipping_notes
 from sim.calibration.acceptance_fit import acceptance_block, choose_acceptance_model, shape_block
 from sim.calibration.fit_block import FitBlock, six_digits
@@ -60,6 +59,7 @@ from sim.calibration.timing_residuals import point_residual
 from sim.calibration.tree_acceptance_fit import tree_acceptance_block
 from sim.calibration.uncertainty_entries import uncertainty_overrides
 from sim.errors import SpecsimError
+from sim.hardware.passes import PassMemo
 from sim.scenario.overrides import apply_overrides, with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -76,9 +76,10 @@ def _check_not_what_if(base: Scenario) -> None:
 
 
 def _calibrated_scenario(
-    base: Scenario, overrides: dict[str, Any], drop: Sequence[str]
-) -> Scenario:
-    """``base`` with ``overrides`` set and the dotted keys ``drop`` removed, validated."""
+    base: Scenario, overrides: dict[str, Any], drop: Sequence[str], memo: PassMemo
+) -> Bound:
+    """``base`` with ``overrides`` set and the dotted keys ``drop`` removed, validated and
+    bound (``memo``: the calibration's hardware answers)."""
     raw = base.model_dump(exclude_none=True)
     for dotted in drop:
         section, key = dotted.split(".")
@@ -86,8 +87,8 @@ def _calibrated_scenario(
     merged = apply_overrides(raw, overrides)
     try:
         calibrated = scenario_from_dict(merged, source="calibrated scenario")
-        bind(calibrated)  # the hardware model may refuse the calibrated values as well
-        return calibrated
+        # the hardware model may refuse the calibrated values as well
+        return bind(calibrated, memo)
     except SpecsimError as exc:
         raise SpecsimError(
             f"the calibrated values make an invalid scenario: {exc}", source="calibrate"
@@ -101,6 +102,7 @@ def calibrate(
     fit_timing: Sequence[str] | None = None,
     acceptance: str = "auto",
     prefer: str | None = None,
+    memo: PassMemo | None = None,
 ) -> Calibration:
     """Fit ``base``'s timings and acceptance profile to ``data``; see the module docstring.
 
@@ -111,7 +113,9 @@ def calibrate(
     sim/calibration/server_match.py) is refused unless ``prefer`` says which wins. Raises
     SpecsimError on empty data, unknown fields, a what-if base, figures the server's
     physics rules out (sim/calibration/physics.py), or a fit that makes the scenario
-    invalid.
+    invalid. ``memo``: the hardware answers (sim/hardware/passes.py ``PassMemo``) of the
+    command that calibrates (None: the calibration's own), shared by every scenario its
+    fits try.
     """
     if data.empty:
         raise SpecsimError(
@@ -123,8 +127,10 @@ def calibrate(
     server_overrides, server_notes = check_server(base, data, prefer)
     if server_overrides:
         base = with_overrides(base, server_overrides, source="--prefer data")
-    check_units(base, data)
-    base_passes = pass_times(base)
+    # the base's hardware model, bound once; its memo serves every scenario the fits try
+    base_hw = scenario_hardware(base, PassMemo() if memo is None else memo)
+    check_units(base, data, base_hw)
+    base_passes = base_hw.passes
     table = base_passes.verify_table_ms is not None
     if fit_timing is None:
         fit_timing = TABLE_TIMING_FIT if table else DEFAULT_TIMING_FIT
@@ -137,7 +143,7 @@ def calibrate(
     notes: list[str] = [*data.notes, *server_notes, kept_from_base(base, server_overrides)]
     blocks: list[FitBlock] = []
     if data.baselines or data.points:
-        blocks.append(timing_block(base, base_passes, data, [f"timing.{f}" for f in fit_timing]))
+        blocks.append(timing_block(base, base_hw, data, [f"timing.{f}" for f in fit_timing]))
     else:
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
     model = choose_acceptance_model(data, acceptance)
@@ -205,15 +211,14 @@ def calibrate(
             **overrides.pop(f"uncertainty.{v.field}"),
         }
     overrides.update(entries)
-    scenario = _calibrated_scenario(base, overrides, drop)
+    bound = _calibrated_scenario(base, overrides, drop, base_hw.memo)
+    scenario = bound.scenario
     if data.checks:
-        passes = pass_times(scenario)
-        checks = [point_residual(passes, pt, scenario, "held out: tok/s") for pt in data.checks]
+        passes, hw = bound.passes, bound.hardware
+        checks = [point_residual(passes, pt, scenario, "held out: tok/s", hw) for pt in data.checks]
     # a fitted value whose error reaches past its field's valid values: later answers
     # clip its draws there (and say so); say it here too
-    notes.extend(
-        f"written [uncertainty]: {n}" for n in clipping_notes(bind(scenario).inputs).values()
-    )
+    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(bound.inputs).values())
     if model is not None:
         depth = measured_depth(data)
         for note in (rising_note(scenario, depth), seam_note(scenario, depth)):

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import pass_times
+from sim.binding.decompose import scenario_pass_times
 from sim.calibration.fit_block import six_digits
 from sim.calibration.lsq import Fit, fit_identifiable
 from sim.calibration.measurements import Measurements
@@ -17,6 +17,7 @@ from sim.calibration.physics import implied_efficiency
 from sim.calibration.result import FittedValue
 from sim.calibration.timing_residuals import timing_params, timing_residuals
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 
@@ -28,13 +29,15 @@ DRAFTER_EFFICIENCY_FACTORS = (0.5, 2.0)
 Z90 = 1.6448536269514722
 
 
-def efficiency_entry(base: Scenario, decode_ms: float, decode_se: float, eff: float) -> dict:
+def efficiency_entry(
+    base: Scenario, decode_ms: float, decode_se: float, eff: float, base_hw: PassModel
+) -> dict:
     """The implied efficiency's range: the decode's 90% interval mapped through
-    ``implied_efficiency``, clipped at the peak."""
+    ``implied_efficiency`` (``base_hw``: the base's hardware model), clipped at the peak."""
     ends = []
     for d in (decode_ms + Z90 * decode_se, max(decode_ms - Z90 * decode_se, 1e-6)):
         try:
-            ends.append(min(implied_efficiency(base, d), 1.0))
+            ends.append(min(implied_efficiency(base, d, base_hw), 1.0))
         except SpecsimError:
             ends.append(1.0)
     low, high = min([*ends, eff]), max([*ends, eff])
@@ -49,7 +52,12 @@ def efficiency_entry(base: Scenario, decode_ms: float, decode_se: float, eff: fl
 
 
 def unidentified_drafter(
-    base: Scenario, data: Measurements, fit: Fit, free: Sequence[str], scenario: Scenario
+    base: Scenario,
+    base_hw: PassModel,
+    data: Measurements,
+    fit: Fit,
+    free: Sequence[str],
+    scenario: Scenario,
 ):
     """The drafter passes the base derives and the data cannot fix (draft step and extend
     trade against the fitted intercept): written at the middle of the hardware model's
@@ -57,7 +65,8 @@ def unidentified_drafter(
     normal whose 90% interval is that range, correlated with the fitted values as the fit
     moves when the drafter does (refitted at the middle, and one standard error up: exact
     for this linear model). Returns (the fit at the middle, values, covariance over the
-    fitted values then these, overrides, notes) or None."""
+    fitted values then these, overrides, notes) or None. ``base_hw``: the base's hardware
+    model, whose memo its fits and the drafter's ends share."""
     names = [
         f"timing.{n}_ms"
         for n in ("draft_step", "draft_extend")
@@ -66,7 +75,7 @@ def unidentified_drafter(
     if base.num_steps == 0 or not names or not fit.stderr:
         return None
     eff = scenario.hardware.bandwidth_efficiency
-    nominal = pass_times(scenario)
+    nominal = scenario_pass_times(scenario, base_hw.memo)
     ends = []
     for factor in DRAFTER_EFFICIENCY_FACTORS:
         other = with_overrides(
@@ -74,7 +83,7 @@ def unidentified_drafter(
             {"hardware.bandwidth_efficiency": min(eff * factor, 1.0)},
             source="calibrate",
         )
-        ends.append(pass_times(other))
+        ends.append(scenario_pass_times(other, base_hw.memo))
     out_values, sigmas, notes = [], [], []
     overrides: dict[str, Any] = {}
     for name in names:
@@ -97,10 +106,12 @@ def unidentified_drafter(
         notes.append(f"{name} {mid:.4g} ms written with range [{low:.4g}, {high:.4g}]: {reason}")
     params = timing_params(nominal)
     at_mid = {v.field: v.value for v in out_values}
-    fit_mid = fit_identifiable(timing_residuals(base, data, free, at_mid), params, free, "timing")
+    at_mid_fun = timing_residuals(base, base_hw, data, free, at_mid)
+    fit_mid = fit_identifiable(at_mid_fun, params, free, "timing")
     fit_mid = replace(fit_mid, kept=fit.kept, notes=fit.notes)
     up = {v.field: v.value + s for v, s in zip(out_values, sigmas, strict=True)}
-    moved = fit_identifiable(timing_residuals(base, data, free, up), params, free, "timing")
+    up_fun = timing_residuals(base, base_hw, data, free, up)
+    moved = fit_identifiable(up_fun, params, free, "timing")
     order = list(fit_mid.stderr)
     g = np.array([moved.values[n] - fit_mid.values[n] for n in order])
     n = len(order)

@@ -65,7 +65,7 @@ from sim.calibration.result import Calibration
 from sim.calibration.server_match import check_init_server
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
-from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS
+from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS, PassMemo
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -615,8 +615,9 @@ def init_and_calibrate(
         if found is not None:
             req = replace(req, accept_length=found[0], accept_length_source=found[1])
     init = init_scenario(req)
-    cal = calibrate(init.scenario, data, prefer=prefer)
-    return init, _refit_verify(data, cal, prefer)
+    memo = PassMemo()  # the hardware answers every fit of the command shares
+    cal = calibrate(init.scenario, data, prefer=prefer, memo=memo)
+    return init, _refit_verify(data, cal, prefer, memo)
 
 
 #: The drafter's passes a first fit writes from the hardware model when its figures cannot
@@ -628,7 +629,9 @@ DRAFTER_PASSES = ("draft_step_ms", "draft_extend_ms")
 VERIFY_MISS_SIGMAS = 3.0
 
 
-def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> Calibration:
+def _refit_verify(
+    data: Measurements, cal: Calibration, prefer: str | None, memo: PassMemo
+) -> Calibration:
     """``cal``, or, when the base's verify pass is the hardware model's and the calibrated
     scenario misses a speculative tok/s figure by more than ``VERIFY_MISS_SIGMAS`` (the
     intercept it fits, ``cycle_overhead_ms``, cannot go below 0), the calibration with
@@ -636,8 +639,8 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
     derived verify prices its extra experts' reads through the fused-MoE kernel at
     ``hardware.expert_read_efficiency``, an assumed share of peak with a range:
     docs/studies/moe-verify-reads.md). The other token counts' verify then takes the
-    slope ``_measured_slope`` writes."""
-    passes = pass_times(cal.scenario)  # the derived verify
+    slope ``_measured_slope`` writes. ``memo``: the command's hardware answers."""
+    passes = pass_times(cal.scenario, memo)  # the derived verify
     missed = [
         r
         for r in cal.residuals
@@ -664,10 +667,11 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
                 "matrix": [[corr["matrix"][i][j] for j in keep] for i in keep],
             }
     measured = scenario_from_dict(start, source="the first fit's scenario, its verify given")
-    refit = calibrate(measured, data, fit_timing=("decode_ms", "verify_ms"), prefer=prefer)
+    fit = ("decode_ms", "verify_ms")
+    refit = calibrate(measured, data, fit_timing=fit, prefer=prefer, memo=memo)
     named = {"name": cal.scenario.name, "description": cal.scenario.description}
     refit = replace(refit, scenario=with_overrides(refit.scenario, named, source="specsim init"))
-    refit = _measured_slope(refit)
+    refit = _measured_slope(refit, memo)
     # each value's base is the scenario init wrote (the first fit's), not the refit's start
     # (the first fit's own values: its decode read as the base scenario's pass)
     bases = {v.field: v.base for v in cal.values}
@@ -682,7 +686,7 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
     return replace(refit, notes=(*refit.notes, note))
 
 
-def _measured_slope(cal: Calibration) -> Calibration:
+def _measured_slope(cal: Calibration, memo: PassMemo) -> Calibration:
     """``cal`` with ``timing.verify_ms_per_extra_token`` the line through its measured decode
     (1 token) and verify (``verify_tokens``), over a range to the hardware model's slope
     at peak bandwidth. The hardware model's own slope, above the line, would put a
@@ -690,16 +694,18 @@ def _measured_slope(cal: Calibration) -> Calibration:
     tokens, so past the measured verify each token adds at most the line's slope, and at
     least the extra experts' reads at peak bandwidth; short of it the pass lies at or
     above the line. A line below those reads (consecutive tokens of a sequence share
-    experts, which the union law leaves out) is taken as measured, the range up to them."""
+    experts, which the union law leaves out) is taken as measured, the range up to them.
+    ``memo``: the command's hardware answers."""
     s = cal.scenario
-    tokens = pass_times(s).verify_tokens
+    tokens = pass_times(s, memo).verify_tokens
     if s.timing.decode_ms is None or s.timing.verify_ms is None or tokens < 2:
         return cal
     line = (s.timing.verify_ms - s.timing.decode_ms) / (tokens - 1)
     at_peak = {"hardware.bandwidth_efficiency": 1.0}
     if s.hardware.expert_read_efficiency is not None:
         at_peak["hardware.expert_read_efficiency"] = 1.0
-    peak = pass_times(with_overrides(s, at_peak, source="peak bandwidth")).verify_ms_per_extra_token
+    at_peak_passes = pass_times(with_overrides(s, at_peak, source="peak bandwidth"), memo)
+    peak = at_peak_passes.verify_ms_per_extra_token
     if line <= 0.0 or peak == line:
         return cal
     why = (

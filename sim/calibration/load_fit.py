@@ -91,6 +91,7 @@ from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.errors import SpecsimError
 from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
+from sim.hardware.passes import PassMemo
 from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, SGLANG_SPEC_FACTOR, US_PER_REQUEST_RANGE
@@ -266,17 +267,21 @@ def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
     return scenario.num_steps > 0
 
 
-def _cost(scenario: Scenario) -> IterationCost:
+def _cost(scenario: Scenario, memo: PassMemo | None = None) -> IterationCost:
     """The iteration cost the serving engine prices its passes with (the scenario's
     batch-1 passes and its measured points, sim/simulation/serving/setup.py)."""
-    return serving_setup(bind(scenario), source="load sweep").plan.cost
+    return serving_setup(bind(scenario, memo), source="load sweep").plan.cost
 
 
-def predicted_tpot_ms(scenario: Scenario, points: Sequence[LoadPoint]) -> np.ndarray:
+def predicted_tpot_ms(
+    scenario: Scenario, points: Sequence[LoadPoint], memo: PassMemo | None = None
+) -> np.ndarray:
     """Model TPOT (ms) of each run (see the module docstring); shape (len(points),): a run
     with its own job (``LoadPoint.job``) replayed through the same iteration cost
-    (sim/calibration/run_job.py), the others by the closed form at their mean context."""
-    cost = _cost(scenario)
+    (sim/calibration/run_job.py), the others by the closed form at their mean context.
+    ``memo``: the hardware answers (sim/hardware/passes.py ``PassMemo``) of the fit that
+    asks at every step (None: the bound scenario's own)."""
+    cost = _cost(scenario, memo)
     default_context = scenario.timing.context_tokens or 0.0
     out = []
     for p in points:
@@ -502,6 +507,8 @@ def fit_load_sweep(
     }
     spec_runs, spec_why = _spec_factor_runs(scenario, usable)
     names = (HOST_FIELD, SLOPE_FIELD, SKEW_FIELD, *((SPEC_FIELD,) if spec_runs else ()))
+    # every step moves serving terms only: the same batch-1 passes, one memo of their answers
+    hardware = PassMemo()
 
     def with_values(values: dict[str, float]) -> Scenario:
         # clamped: a finite difference at a bound steps past it
@@ -509,7 +516,7 @@ def fit_load_sweep(
         return with_overrides(scenario, clamped, source=source)
 
     def residuals(values: dict[str, float]) -> np.ndarray:
-        return (predicted_tpot_ms(with_values(values), usable) - measured) / sigma
+        return (predicted_tpot_ms(with_values(values), usable, hardware) - measured) / sigma
 
     def chi2(values: dict[str, float]) -> float:
         r = residuals(values)
@@ -629,7 +636,7 @@ def fit_load_sweep(
         ),
         source=source,
     )
-    predicted = predicted_tpot_ms(fitted, usable)
+    predicted = predicted_tpot_ms(fitted, usable, hardware)
     rows = tuple(
         LoadRow(p, float(m), float(q), float(s))
         for p, m, q, s in zip(usable, measured, predicted, sigma, strict=True)

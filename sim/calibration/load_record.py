@@ -43,6 +43,7 @@ from sim.calibration.load_fit import (
 )
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.run_job import RunJob
+from sim.hardware.passes import PassMemo
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.calibrated_on import CalibrationFigure
@@ -187,11 +188,12 @@ def _solve(
     sigma = np.array([tpot_sigma_ms(p) for p in points])
     lower = np.array([BOUNDS[t][0] for t in terms])
     upper = np.array([BOUNDS[t][1] for t in terms])
+    memo = PassMemo()  # every step moves serving terms only: the same batch-1 passes
 
     def residuals(x: np.ndarray) -> np.ndarray:
         values = dict(zip(terms, np.clip(x, lower, upper).tolist(), strict=True))
         drawn = with_overrides(scenario, values, source=source)
-        return (predicted_tpot_ms(drawn, points) - measured) / sigma
+        return (predicted_tpot_ms(drawn, points, memo) - measured) / sigma
 
     x0 = np.clip([_value(scenario, t) for t in terms], lower, upper)
     result = least_squares(

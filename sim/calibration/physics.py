@@ -18,6 +18,7 @@ import math
 from sim.binding.efficiency import decode_roofline_ms, derivable, implied_efficiency
 from sim.calibration.measurements import Measurements
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.scenario.schema import Scenario
 
 __all__ = [
@@ -38,7 +39,7 @@ LEAST_EFFICIENCY = 0.02
 FAST_FACTOR = 1.5
 
 
-def check_units(scenario: Scenario, data: Measurements) -> None:
+def check_units(scenario: Scenario, data: Measurements, hw: PassModel) -> None:
     """SpecsimError, one line naming the likely unit mix-up, when the figures contradict
     the scenario's server by an order of magnitude or each other:
 
@@ -49,10 +50,12 @@ def check_units(scenario: Scenario, data: Measurements) -> None:
       longer than the scenario's measured verify: a verify reads every weight the decode
       reads, so one of the two figures is in another unit;
     - a speculative cycle faster than the roofline of one decode allows.
+
+    ``hw``: the scenario's hardware model (sim/binding/decompose.py ``scenario_hardware``).
     """
-    roof_ms = decode_roofline_ms(scenario) if derivable(scenario) else None
-    hw = scenario.hardware
-    server = f"{hw.gpus}x {hw.gpu} with {scenario.model.name}"
+    roof_ms = decode_roofline_ms(scenario, hw) if derivable(scenario) else None
+    spec = scenario.hardware
+    server = f"{spec.gpus}x {spec.gpu} with {scenario.model.name}"
     for b in data.baselines:
         decode_ms = 1000.0 / b.tok_s
         if roof_ms is None:
@@ -66,7 +69,7 @@ def check_units(scenario: Scenario, data: Measurements) -> None:
                 source=b.source,
             )
         try:
-            eff = implied_efficiency(scenario, decode_ms)
+            eff = implied_efficiency(scenario, decode_ms, hw)
         except SpecsimError:
             eff = 1.0
         if eff < LEAST_EFFICIENCY:

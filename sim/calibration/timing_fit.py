@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import pass_times
 from sim.calibration.efficiency_range import efficiency_entry, unidentified_drafter
 from sim.calibration.fit_block import FitBlock, block_from_fit, six_digits
 from sim.calibration.lsq import fit_identifiable
@@ -21,9 +20,9 @@ from sim.calibration.timing_residuals import (
     prices_from_weights,
     timing_params,
     timing_residuals,
-    written_scenario,
+    written_trial,
 )
-from sim.model.cycle import PassTimes
+from sim.hardware.pass_model import PassModel
 from sim.scenario.schema import Scenario
 
 #: Why the verify fields are not fitted when the base's verify pass comes from a table.
@@ -35,14 +34,17 @@ TABLE_REASON = (
 
 
 def timing_block(
-    base: Scenario, passes: PassTimes, data: Measurements, order: Sequence[str]
+    base: Scenario, base_hw: PassModel, data: Measurements, order: Sequence[str]
 ) -> FitBlock:
     """The timing block: fitted on the pass times of the scenario as it will be written.
+    ``base_hw``: the base's hardware model; its memo (sim/hardware/passes.py ``PassMemo``)
+    serves every trial scenario of the fits.
 
     First pass: which of ``order`` the data determine (every field of ``order`` written).
     Second: those alone are written and fitted, the rest as the base gives or derives
     them. Drafter passes the base derives and the data cannot fix are then written as the
     hardware model's value with a range (``unidentified_drafter``)."""
+    passes = base_hw.passes
     params = timing_params(passes)
     order = [n for n in order if n in {p.name for p in params}]
     excluded: dict[str, str] = (
@@ -50,29 +52,29 @@ def timing_block(
         if passes.verify_table_ms is not None
         else {}
     )
-    if not data.baselines and passes_from_decode(base):
+    if not data.baselines and passes_from_decode(base_hw):
         excluded["timing.decode_ms"] = (
             "no plain-decoding figure: the passes derived from the decode would be fitted "
             "to speculative figures alone; give --baseline-tok-s"
         )
     names = [n for n in order if n not in excluded]
     first = fit_identifiable(
-        timing_residuals(base, data, names, {}), params, order, "timing", excluded=excluded
+        timing_residuals(base, base_hw, data, names, {}), params, order, "timing", excluded=excluded
     )
     free = list(first.stderr)
-    fit = fit_identifiable(timing_residuals(base, data, free, {}), params, free, "timing")
+    fit = fit_identifiable(timing_residuals(base, base_hw, data, free, {}), params, free, "timing")
     fit = replace(fit, kept={**fit.kept, **first.kept}, notes=first.notes + fit.notes)
-    scenario = written_scenario(base, fit.values, free)
-    final = pass_times(scenario)
+    scenario, final_hw = written_trial(base, base_hw, fit.values, free)
+    final = final_hw.passes
     overrides: dict[str, Any] = {n: six_digits(fit.values[n]) for n in free}
     notes: list[str] = []
     extra_values: list[FittedValue] = []
     extra_cov = None
-    if "timing.decode_ms" in free and prices_from_weights(base):
+    if "timing.decode_ms" in free and prices_from_weights(base, base_hw):
         eff = scenario.hardware.bandwidth_efficiency
         overrides["hardware.bandwidth_efficiency"] = six_digits(eff)
         overrides["uncertainty.hardware.bandwidth_efficiency"] = efficiency_entry(
-            base, fit.values["timing.decode_ms"], fit.stderr["timing.decode_ms"], eff
+            base, fit.values["timing.decode_ms"], fit.stderr["timing.decode_ms"], eff, base_hw
         )
         notes.append(
             f"hardware.bandwidth_efficiency {eff:.3g}: the measured decode "
@@ -85,15 +87,15 @@ def timing_block(
                 else ""
             )
         )
-        drafter = unidentified_drafter(base, data, fit, free, scenario)
+        drafter = unidentified_drafter(base, base_hw, data, fit, free, scenario)
         if drafter is not None:
             fit, extra_values, extra_cov, drafter_overrides, drafter_notes = drafter
             overrides.update({n: six_digits(fit.values[n]) for n in free})
             overrides.update(drafter_overrides)
             notes.extend(drafter_notes)
             extra = {v.field: v.value for v in extra_values}
-            scenario = written_scenario(base, fit.values, free, extra)
-            final = pass_times(scenario)
+            scenario, final_hw = written_trial(base, base_hw, fit.values, free, extra)
+            final = final_hw.passes
     values = {**fit.values, **{p.name: getattr(final, p.name.split(".")[1]) for p in params
                                if p.name not in fit.stderr}}  # fmt: skip
     fit = replace(fit, values=values)
@@ -101,7 +103,7 @@ def timing_block(
         Residual("baseline tok/s", b.tok_s, 1000.0 / final.decode_ms, b.sigma, b.source)
         for b in data.baselines
     ]
-    residuals += [point_residual(final, pt, scenario) for pt in data.points]
+    residuals += [point_residual(final, pt, scenario, hw=final_hw) for pt in data.points]
     block = block_from_fit(params, fit, residuals, overrides)
     block = replace(block, notes=block.notes + tuple(notes))
     if extra_cov is not None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import pass_times, tree_cost
-from sim.binding.decompose import scenario_hardware, uses_derived_compute
+from sim.binding.bind import tree_cost
+from sim.binding.decompose import scenario_hardware
 from sim.calibration.lsq import Param
 from sim.calibration.measurements import Measurements, SpecPoint
 from sim.calibration.physics import derivable, implied_efficiency
@@ -70,42 +70,51 @@ def point_tok_s(
 
 
 def point_residual(
-    passes: PassTimes, point: SpecPoint, scenario: Scenario, label: str = "tok/s"
+    passes: PassTimes,
+    point: SpecPoint,
+    scenario: Scenario,
+    label: str = "tok/s",
+    hw: PassModel | None = None,
 ) -> Residual:
-    """A speculative point's tok/s against its prediction on ``passes`` (``point_tok_s``),
-    weighted by ``point_sigma``; ``label`` starts its name ("held out: tok/s" for a check)."""
+    """A speculative point's tok/s against its prediction on ``passes`` (``point_tok_s``;
+    ``hw``: the scenario's hardware model when the caller holds it), weighted by
+    ``point_sigma``; ``label`` starts its name ("held out: tok/s" for a check)."""
     return Residual(
         f"{label} at {point.label()}, accept length {point.accept_length:g}",
         point.tok_s,
-        point_tok_s(passes, point, scenario),
+        point_tok_s(passes, point, scenario, hw),
         point_sigma(point),
         point.source,
     )
 
 
-def written_scenario(
+def written_trial(
     base: Scenario,
+    base_hw: PassModel,
     values: Mapping[str, float],
     written: Sequence[str],
     extra: Mapping[str, Any] | None = None,
-) -> Scenario:
-    """``base`` with the timing ``values`` of the fields ``written`` set, as the calibrated
+) -> tuple[Scenario, PassModel]:
+    """(``base`` with the timing ``values`` of the fields ``written`` set, as the calibrated
     scenario will hold them, and (when the base prices passes from the weights) the
     bandwidth efficiency the written decode implies on this server
-    (sim/calibration/physics.py): the fit predicts each figure from this scenario's own
-    pass times, so a calibrated scenario reproduces its figures when run."""
+    (sim/calibration/physics.py); its hardware model). The fit predicts each figure from
+    this scenario's own pass times, so a calibrated scenario reproduces its figures when
+    run. ``base_hw``: the base's hardware model, whose memo (sim/hardware/passes.py
+    ``PassMemo``) every trial of the fit shares."""
     # a trial step of the fit may cross a field's bound (0): the scenario holds it there
     overrides: dict[str, Any] = {n: max(float(values[n]), _FLOOR[n]) for n in written}
     overrides.update(extra or {})
-    if "timing.decode_ms" in overrides and prices_from_weights(base):
+    if "timing.decode_ms" in overrides and prices_from_weights(base, base_hw):
         try:
-            eff = implied_efficiency(base, overrides["timing.decode_ms"])
+            eff = implied_efficiency(base, overrides["timing.decode_ms"], base_hw)
         except SpecsimError:  # a trial decode under its communication floor
             eff = 1.0
         overrides.setdefault("hardware.bandwidth_efficiency", min(max(eff, 1e-3), 1.0))
     try:
         scenario = with_overrides(base, overrides, source="calibrate")
-        pass_times(scenario)  # the hardware model checks it: its errors surface here
+        # the hardware model checks it: its errors surface here
+        hw = scenario_hardware(scenario, base_hw.memo)
     except SpecsimError as exc:
         shown = ", ".join(f"{n} {overrides[n]:.4g}" for n in written)
         raise SpecsimError(
@@ -113,29 +122,35 @@ def written_scenario(
             f"{exc.field + ': ' if exc.field else ''}{exc.message}",
             source="calibrate",
         ) from None
-    return scenario
+    return scenario, hw
 
 
 #: The least value the scenario takes of each timing field (its schema's bound).
 _FLOOR = {f"timing.{n}": 0.0 if n in NONNEGATIVE_TIMING else 1e-9 for n in TIMING_FIELDS}
 
 
-def prices_from_weights(base: Scenario) -> bool:
-    """True when the base derives some compute from its weights and GPU."""
-    return derivable(base) and uses_derived_compute(base)
+def prices_from_weights(base: Scenario, base_hw: PassModel) -> bool:
+    """True when the base derives some compute from its weights and GPU (``base_hw``: its
+    hardware model)."""
+    return derivable(base) and base_hw.uses_derived_compute()
 
 
 def timing_residuals(
-    base: Scenario, data: Measurements, written: Sequence[str], extra: Mapping[str, Any]
+    base: Scenario,
+    base_hw: PassModel,
+    data: Measurements,
+    written: Sequence[str],
+    extra: Mapping[str, Any],
 ):
     """Weighted residuals of the tok/s figures on the pass times the written scenario has.
     A base whose passes are all measured on a line (no table, no derived slope) has them
     back unchanged with the written values substituted: the same pass times, without
-    re-validating a scenario at every trial."""
+    re-validating a scenario at every trial. ``base_hw``: the base's hardware model (its
+    memo is shared by every trial's: ``written_trial``)."""
     as_given = None
     trees = any(p.is_tree for p in data.points)  # priced by the written scenario's drafter
-    if not extra and not trees and _passes_as_written(base):
-        as_given = pass_times(base)
+    if not extra and not trees and _passes_as_written(base_hw):
+        as_given = base_hw.passes
 
     def fun(values: dict[str, float]) -> np.ndarray:
         scenario = hw = None
@@ -143,8 +158,8 @@ def timing_residuals(
             changes: dict[str, Any] = {n.split(".")[1]: values[n] for n in written}
             passes = replace(as_given, **changes)
         else:
-            scenario = written_scenario(base, values, written, extra)
-            hw = scenario_hardware(scenario)  # once a trial: its passes and a tree's drafter
+            # once a trial: its passes and a tree's drafter
+            scenario, hw = written_trial(base, base_hw, values, written, extra)
             passes = hw.passes
         out = [(1000.0 / passes.decode_ms - b.tok_s) / b.sigma for b in data.baselines]
         out += [
@@ -155,15 +170,14 @@ def timing_residuals(
     return fun
 
 
-def passes_from_decode(base: Scenario) -> bool:
+def passes_from_decode(base_hw: PassModel) -> bool:
     """True when a written decode would re-derive other passes (the verify from the
     decode's compute, or passes priced at the efficiency the decode implies): the base's
-    passes are not its timing fields as given."""
-    return not _passes_as_written(base)
+    passes (``base_hw``: its hardware model) are not its timing fields as given."""
+    return not _passes_as_written(base_hw)
 
 
-def _passes_as_written(base: Scenario) -> bool:
-    """True when the base's pass times are its timing fields as given (every pass
-    measured on a line, slope given or none to derive)."""
-    passes = pass_times(base)
-    return passes.verify_table_ms is None and scenario_hardware(base).verify_slope[1] != "derived"
+def _passes_as_written(base_hw: PassModel) -> bool:
+    """True when the base's pass times (``base_hw``: its hardware model) are its timing
+    fields as given (every pass measured on a line, slope given or none to derive)."""
+    return base_hw.passes.verify_table_ms is None and base_hw.verify_slope[1] != "derived"

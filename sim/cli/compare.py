@@ -82,7 +82,7 @@ def compare(
         if len(loaded) != 1:
             raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
         own = entries[0][1]  # the scenario as loaded, bound above: the levers' table reads it
-        entries = lever_scenarios(loaded[0])
+        entries = lever_scenarios(loaded[0], memo=own.hardware.memo)
     announce_slow_intervals([bound for _, bound in entries], enabled=not quiet)
     doc = compare_scenarios(
         entries, targets=targets, engine=engine, fidelity=fidelity, workers=workers

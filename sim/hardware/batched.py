@@ -117,6 +117,7 @@ from sim.hardware.launch import KernelSchedule, calibrate_compute_ms
 from sim.hardware.passes import (
     Geometry,
     HardwarePoint,
+    PassMemo,
     PassShape,
     pass_allreduce,
     pass_kernels,
@@ -405,7 +406,7 @@ class PassTerms:
     as the study's own process does. The terms are a pure function of the physics and the
     token count, so which copy computed an entry never changes a number."""
 
-    __slots__ = ("_kernels", "_lock", "_tables", "owner")
+    __slots__ = ("_kernels", "_lock", "_tables", "owner", "passes")
 
     def __init__(self, owner: str | None = None) -> None:
         self._tables: dict[str, Terms] = {}
@@ -414,6 +415,9 @@ class PassTerms:
         # concurrently (two threads dropping the oldest physics at once raised KeyError)
         self._lock = threading.Lock()
         self.owner = os.urandom(8).hex() if owner is None else owner
+        #: The batch-1 hardware model's answers (sim/hardware/passes.py ``PassMemo``) for
+        #: every scenario the owner binds: its draws at each load and k ask them again.
+        self.passes = PassMemo()
 
     def __reduce__(self) -> tuple[Callable[[str], PassTerms], tuple[str]]:
         return received_terms, (self.owner,)

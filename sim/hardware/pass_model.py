@@ -54,6 +54,7 @@ from sim.hardware.passes import (
     Geometry,
     HardwarePoint,
     PassBreakdown,
+    PassMemo,
     PassShape,
     calibrate_launch_us,
     calibrate_pass,
@@ -328,6 +329,9 @@ class PassModel:
     # found by ``pass_model``, in this order (None only while it builds them)
     _slope: tuple[float, str, str] | None = None
     _passes: PassTimes | None = None
+    #: The answers of sim/hardware/passes.py it met: its own, or its binder's (a study's,
+    #: shared by every scenario it binds: ``pass_model``'s ``memo``).
+    memo: PassMemo = field(default_factory=PassMemo, compare=False, repr=False)
 
     @property
     def times(self) -> MeasuredTimes:
@@ -344,13 +348,13 @@ class PassModel:
     def with_efficiency(self, efficiency: float) -> PassModel:
         """The same configuration with derived compute at another fraction of the GPU's
         peak bandwidth (a what-if: the range of what derived compute gives)."""
-        return pass_model(replace(self.inputs, efficiency=efficiency))
+        return pass_model(replace(self.inputs, efficiency=efficiency), self.memo)
 
     def launch_us_at_kernels(self, kernels: int) -> float:
         """The per-kernel CPU cost (us) on the hardware asked about with ``kernels`` kernels
         a layer (a what-if inside the count's stated range)."""
         model = replace(self.inputs.model, kernels_per_layer=kernels)
-        return _placed(replace(self.inputs, model=model)).current.launch_us
+        return _placed(replace(self.inputs, model=model), self.memo).current.launch_us
 
     @property
     def verify_from_decode(self) -> bool:
@@ -379,7 +383,7 @@ class PassModel:
         compute_ms = self.verify_compute_from_decode_ms(m0)
         try:
             derived_us = calibrate_launch_us(
-                shape, self.reference, self.geom, compute_ms, times.verify_ms
+                shape, self.reference, self.geom, compute_ms, times.verify_ms, self.memo
             )
         except ValueError as exc:
             raise SpecsimError(
@@ -557,7 +561,9 @@ class PassModel:
                 )
             shape = self.shape(name, m, ref)
             x_ref.append(
-                calibrate_pass(shape, ref, self.geom, measured, field, given, launch_stated)
+                calibrate_pass(
+                    shape, ref, self.geom, measured, field, given, launch_stated, self.memo
+                )
             )
         return x_ref
 
@@ -666,7 +672,7 @@ class PassModel:
         hw = hw or self.current
         geom = self.geom
         return [
-            compose_pass(self.shape(name, m, hw), hw, geom, x, origin)
+            compose_pass(self.shape(name, m, hw), hw, geom, x, origin, self.memo)
             for m, x in zip(tokens, computes, strict=True)
         ]
 
@@ -681,7 +687,7 @@ class PassModel:
         if hw is None:
             return self._composed(name, (m,), (x,), origin)[0]
         x *= compute_scale(self.current, hw)
-        return compose_pass(self.shape(name, m, hw), hw, self.geom, x, origin)
+        return compose_pass(self.shape(name, m, hw), hw, self.geom, x, origin, self.memo)
 
     def breakdowns(self) -> dict[str, PassBreakdown]:
         """Every pass the configuration uses (draft passes only when speculating)."""
@@ -807,28 +813,32 @@ class PassModel:
         )
 
 
-def _placed(inputs: PassInputs) -> PassModel:
+def _placed(inputs: PassInputs, memo: PassMemo) -> PassModel:
     """The pass model of ``inputs`` up to its hardware: the points resolved
     (``hardware_points``), then, where the timings fix it, the per-kernel CPU cost of an
     eager verify (``_launch_us_from_verify``) set on them. Its verify slope is not found
     yet (finding the cost never reads it)."""
     current, reference = hardware_points(inputs)
-    placed = PassModel(inputs, current, reference, current.key() == reference.key())
+    at_reference = current.key() == reference.key()
+    placed = PassModel(inputs, current, reference, at_reference, memo=memo)
     launch_us = placed._launch_us_from_verify()
     if launch_us is None:
         return placed
     if inputs.launch_overridden:  # a what-if (another host CPU): the measured passes re-compose
-        return PassModel(inputs, current, reference.with_launch_us(launch_us), False, launch_us)
+        reference = reference.with_launch_us(launch_us)
+        return PassModel(inputs, current, reference, False, launch_us, memo=memo)
     current, reference = current.with_launch_us(launch_us), reference.with_launch_us(launch_us)
-    return PassModel(inputs, current, reference, placed.at_reference, launch_us)
+    return PassModel(inputs, current, reference, at_reference, launch_us, memo=memo)
 
 
-def pass_model(inputs: PassInputs) -> PassModel:
+def pass_model(inputs: PassInputs, memo: PassMemo | None = None) -> PassModel:
     """The pass model of ``inputs``, built once, in order: the hardware points, the
     per-kernel CPU cost an ungraphed measured verify fixes (``_placed``), the verify slope
     (``PassModel._find_verify_slope``), then the pass times (``PassModel._pass_times``);
-    a SpecsimError names the scenario field behind a problem."""
-    placed = _placed(inputs)
+    a SpecsimError names the scenario field behind a problem. ``memo``: the answers of
+    sim/hardware/passes.py its binder keeps for every model it builds (None: a memo of
+    the model's own)."""
+    placed = _placed(inputs, PassMemo() if memo is None else memo)
     sloped = replace(placed, _slope=placed._find_verify_slope())
     passes = sloped._pass_times()
     if inputs.parallel_draft:

@@ -13,20 +13,24 @@
 Physics only: no scenario here (sim/hardware/pass_model.py composes every pass of one
 configuration from it; sim/binding/decompose.py reads a scenario into that).
 
-Memoised: a pass's calibrated compute, its composition and the per-kernel CPU cost that
-a measured ungraphed pass fixes are pure functions of frozen inputs (the pass shape, the
-hardware point, the geometry and the times), so each is computed once per process for
-each distinct input (``functools.lru_cache``, at most ``MEMO_SIZE`` entries each). A study
-that re-validates a scenario many times (a search at every draft length, the uncertainty
-study's one-input-at-a-time scenarios) asks the same questions of the hardware model over
-and over; the answers are the same floats either way, and nothing a scenario carries
-outside these inputs reaches them. Errors are not memoised (each call raises afresh).
+Memoised by an owner: a pass's calibrated compute, its composition and the per-kernel CPU
+cost that a measured ungraphed pass fixes are pure functions of frozen inputs (the pass
+shape, the hardware point, the geometry and the times). A ``PassMemo`` keeps them for
+whoever holds it: a pass model its own (``PassModel.memo``), a study one for every
+scenario it binds (sim/hardware/batched.py ``PassTerms.passes``: a serving study's draws
+at every load and k ask the same questions of the hardware model over and over), a fit
+one for every trial scenario (sim/calibration/calibrate.py: the base's model's, passed
+to the timing fit's residuals; sim/calibration/load_fit.py: one a load fit). Without
+one each call computes afresh; the answers are the same floats either way. Errors are not
+memoised (each call raises afresh).
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Any, TypeVar
 
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import AllReduceTime, allreduce_time
@@ -43,9 +47,56 @@ from sim.hardware.launch import (
 
 #: The passes of a speculative cycle (and of plain decoding: ``decode``).
 PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
-#: Entries each memo keeps (module docstring): a search over k = 1..32 on two hardware
-#: points asks for about 150 distinct passes; an entry is a few hundred bytes.
+#: Entries a ``PassMemo`` keeps of calibrated computes and per-kernel costs (the oldest
+#: dropped when full): a search over k = 1..32 on two hardware points asks for about 150
+#: distinct passes; an entry holds the pass's kernel schedule (about 60 kB at 61 layers).
 MEMO_SIZE = 1024
+#: Entries it keeps of composed passes (a breakdown, a few hundred bytes): `hardware` on
+#: the seed composes about 1,430 distinct passes, a fit's trials of a derived verify
+#: table over 2,000.
+COMPOSED_SIZE = 4096
+
+R = TypeVar("R")
+
+
+class PassMemo:
+    """The answers of ``compose_pass``, ``calibrate_pass`` and ``calibrate_launch_us``
+    its holder met (module docstring): one table each, {inputs: answer}, at most
+    ``COMPOSED_SIZE`` or ``MEMO_SIZE`` entries (the oldest dropped when full). Keys hold
+    each float's type beside it (``1`` and ``1.0`` are other inputs, as ``compute_ms`` is
+    kept as given). Pickled empty: a copy sent to another process starts its own
+    (``PassTerms`` carries a study's to its workers' tables). A Dask worker's threads may
+    share one: an entry is added, and the oldest dropped, under its lock."""
+
+    __slots__ = ("_lock", "composed", "computes", "launches")
+
+    def __init__(self) -> None:
+        self.composed: dict[Hashable, PassBreakdown] = {}
+        self.computes: dict[Hashable, tuple[float | None, KernelSchedule]] = {}
+        self.launches: dict[Hashable, float] = {}
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type[PassMemo], tuple[()]]:
+        return PassMemo, ()
+
+    def kept(
+        self,
+        table: dict[Hashable, R],
+        size: int,
+        key: Hashable,
+        make: Callable[..., R],
+        *args: Any,
+    ) -> R:
+        """``table[key]`` (one of this memo's tables, at most ``size`` entries), made by
+        ``make(*args)`` and kept the first time; an error is raised, not kept."""
+        found = table.get(key)
+        if found is None:
+            found = make(*args)
+            with self._lock:
+                if len(table) >= size:
+                    del table[next(iter(table))]  # the oldest (a dict keeps insertion order)
+                table[key] = found
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,13 +262,27 @@ def _as_key(shape: PassShape, hw: HardwarePoint) -> HardwarePoint:
 
 
 def compose_pass(
-    shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, origin: str
+    shape: PassShape,
+    hw: HardwarePoint,
+    geom: Geometry,
+    compute_ms: float,
+    origin: str,
+    memo: PassMemo | None = None,
 ) -> PassBreakdown:
-    """The pass on ``hw`` with the given compute time (memoised: module docstring)."""
-    return _compose_pass(shape, _as_key(shape, hw), geom, compute_ms, origin)
+    """The pass on ``hw`` with the given compute time (kept in ``memo``: module
+    docstring)."""
+    key = _as_key(shape, hw)
+    if memo is None:
+        return _compose_pass(shape, key, geom, compute_ms, origin)
+    return memo.kept(
+        memo.composed,
+        COMPOSED_SIZE,
+        (shape, key, geom, compute_ms, type(compute_ms), origin),
+        _compose_pass,
+        *(shape, key, geom, compute_ms, origin),
+    )
 
 
-@lru_cache(maxsize=MEMO_SIZE, typed=True)
 def _compose_pass(
     shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, origin: str
 ) -> PassBreakdown:
@@ -244,6 +309,7 @@ def calibrate_pass(
     field: str,
     given: str | None = None,
     launch_stated: bool | None = None,
+    memo: PassMemo | None = None,
 ) -> float:
     """Compute time (ms) that reproduces ``measured_ms`` on ``hw``; SpecsimError below floor
     (``given``: how the measured time came from what the user gave, if not given as is).
@@ -251,9 +317,20 @@ def calibrate_pass(
     ``launch_stated`` (not None): an ungraphed pass below its floor is first checked for
     launches that alone, at ``hw.launch_us`` (stated in the file when True, the public
     default when False), take longer than ``measured_ms``: that error names the field
-    behind the cost and the largest cost the measurement allows."""
+    behind the cost and the largest cost the measurement allows (``memo``: module
+    docstring)."""
     key = _as_key(shape, hw)
-    compute_ms, schedule = _calibrated_compute_ms(shape, key, geom, measured_ms)
+    compute_ms, schedule = (
+        _calibrated_compute_ms(shape, key, geom, measured_ms)
+        if memo is None
+        else memo.kept(
+            memo.computes,
+            MEMO_SIZE,
+            (shape, key, geom, measured_ms, type(measured_ms)),
+            _calibrated_compute_ms,
+            *(shape, key, geom, measured_ms),
+        )
+    )
     if compute_ms is not None:
         return compute_ms
     if launch_stated is not None and not shape.graphed:
@@ -299,12 +376,11 @@ def _raise_launches_exceed(
     )
 
 
-@lru_cache(maxsize=MEMO_SIZE, typed=True)
 def _calibrated_compute_ms(
     shape: PassShape, hw: HardwarePoint, geom: Geometry, measured_ms: float
 ) -> tuple[float | None, KernelSchedule]:
     """(``calibrate_compute_ms`` of the pass's schedule, None below its floor; the
-    schedule), memoised."""
+    schedule)."""
     schedule, _, _ = pass_schedule(shape, hw, geom)
     try:
         return calibrate_compute_ms(schedule, measured_ms), schedule
@@ -313,18 +389,30 @@ def _calibrated_compute_ms(
 
 
 def calibrate_launch_us(
-    shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, measured_ms: float
+    shape: PassShape,
+    hw: HardwarePoint,
+    geom: Geometry,
+    compute_ms: float,
+    measured_ms: float,
+    memo: PassMemo | None = None,
 ) -> float:
     """The per-kernel CPU cost (us) at which the ungraphed pass ``shape`` with
     ``compute_ms`` of GPU compute takes ``measured_ms`` on ``hw`` (whose own ``launch_us``
     is not used): every CPU issue cost scales with it, so the exact inversion of
-    sim/hardware/launch.py applies to the schedule at 1 us a kernel (memoised). Raises
-    ValueError when the GPU work alone exceeds ``measured_ms``."""
+    sim/hardware/launch.py applies to the schedule at 1 us a kernel (kept in ``memo``).
+    Raises ValueError when the GPU work alone exceeds ``measured_ms``."""
     unit_hw = hw.with_launch_us(1.0)
-    return _launch_us(shape, unit_hw, geom, compute_ms, measured_ms)
+    if memo is None:
+        return _launch_us(shape, unit_hw, geom, compute_ms, measured_ms)
+    return memo.kept(
+        memo.launches,
+        MEMO_SIZE,
+        (shape, unit_hw, geom, compute_ms, type(compute_ms), measured_ms, type(measured_ms)),
+        _launch_us,
+        *(shape, unit_hw, geom, compute_ms, measured_ms),
+    )
 
 
-@lru_cache(maxsize=MEMO_SIZE, typed=True)
 def _launch_us(
     shape: PassShape, unit_hw: HardwarePoint, geom: Geometry, compute_ms: float, measured_ms: float
 ) -> float:

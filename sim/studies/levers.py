@@ -37,6 +37,7 @@ from sim.binding.provenance import (
 )
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
+from sim.hardware.passes import PassMemo
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
@@ -265,10 +266,13 @@ class KernelSweep:
 _GPU_WORK_GRAPHED = {"timing.verify_compute": "measured", "timing.verify_cuda_graph": True}
 
 
-def _try_tok_s(scenario: Scenario, overrides: Mapping[str, Any]) -> tuple[float | None, str]:
-    """(tok/s, "") of the scenario with ``overrides``, or (None, why not)."""
+def _try_tok_s(
+    scenario: Scenario, overrides: Mapping[str, Any], memo: PassMemo
+) -> tuple[float | None, str]:
+    """(tok/s, "") of the scenario with ``overrides``, or (None, why not); ``memo``: the
+    reference model's hardware answers (``PassModel.memo``), which its what-ifs meet again."""
     try:
-        return _tok_s(with_overrides(scenario, dict(overrides), source="lever")), ""
+        return _tok_s(with_overrides(scenario, dict(overrides), source="lever"), memo), ""
     except SpecsimError as exc:
         return None, exc.message
 
@@ -288,15 +292,19 @@ def kernel_sweep(bound: Bound, levers: Sequence[Lever]) -> KernelSweep | None:
     # the count moves the cost, not how it is got
     origin = launch_origin(scenario, hw, scenario.field_origins())[0]
     tok_s = {
-        lever.name: tuple(_try_tok_s(scenario, {**lever.overrides, field: k})[0] for k in counts)
+        lever.name: tuple(
+            _try_tok_s(scenario, {**lever.overrides, field: k}, hw.memo)[0] for k in counts
+        )
         for lever in levers
     }
-    gpu_work = tuple(_try_tok_s(scenario, {**_GPU_WORK_GRAPHED, field: k})[0] for k in counts)
+    gpu_work = tuple(
+        _try_tok_s(scenario, {**_GPU_WORK_GRAPHED, field: k}, hw.memo)[0] for k in counts
+    )
     fits_up_to = None
     if scenario.timing.verify_compute == "decode" and gpu_work[0] is None:
         low = 2 * max(scenario.model.allreduces_per_layer, 1)  # the schema's least count
         for k in range(counts[0] - 1, low - 1, -1):
-            if _try_tok_s(scenario, {**_GPU_WORK_GRAPHED, field: k})[0] is not None:
+            if _try_tok_s(scenario, {**_GPU_WORK_GRAPHED, field: k}, hw.memo)[0] is not None:
                 fits_up_to = k
                 break
     note = _gpu_work_note(scenario, counts) if all(x is None for x in gpu_work) else ""
@@ -361,8 +369,8 @@ class LeverTable:
         }
 
 
-def _tok_s(scenario: Scenario) -> float:
-    return _bound_tok_s(bind(scenario))
+def _tok_s(scenario: Scenario, memo: PassMemo) -> float:
+    return _bound_tok_s(bind(scenario, memo))
 
 
 def _bound_tok_s(bound: Bound) -> float:
@@ -370,10 +378,15 @@ def _bound_tok_s(bound: Bound) -> float:
 
 
 def _variant_values(
-    scenario: Scenario, lever: Lever, variants: Sequence[Variant], drafter: Drafter | None
+    scenario: Scenario,
+    lever: Lever,
+    variants: Sequence[Variant],
+    drafter: Drafter | None,
+    memo: PassMemo,
 ) -> dict[str, float | None]:
     """tok/s of the lever under each variant (None where a variant does not apply), and,
-    for a lever that sets the drafter, under each of its published accept lengths."""
+    for a lever that sets the drafter, under each of its published accept lengths
+    (``memo``: the reference model's hardware answers)."""
     out: dict[str, float | None] = {}
     accept: list[float | None] = [None]
     if "acceptance.alpha" in lever.overrides and drafter is not None:
@@ -388,7 +401,7 @@ def _variant_values(
             if alpha is not None:
                 overrides["acceptance.alpha"] = alpha
             try:
-                values.append(_tok_s(with_overrides(scenario, overrides, source="lever")))
+                values.append(_tok_s(with_overrides(scenario, overrides, source="lever"), memo))
             except SpecsimError:
                 values = []
                 break
@@ -399,24 +412,26 @@ def _variant_values(
 
 
 def lever_scenarios(
-    scenario: Scenario, levers: Sequence[Lever] | None = None
+    scenario: Scenario, levers: Sequence[Lever] | None = None, memo: PassMemo | None = None
 ) -> list[tuple[str, Bound]]:
     """(name, bound scenario) of every lever that makes a valid scenario, reference first
-    (the hardware model may refuse one as well)."""
+    (the hardware model may refuse one as well); ``memo``: the hardware answers they share
+    (None: a memo of their own)."""
+    memo = PassMemo() if memo is None else memo
     out = []
     for lever in levers or default_levers(scenario):
         if not_applicable(scenario, lever) is not None:
             continue  # the same scenario as another column
         try:
-            out.append((lever.name, _applied(scenario, lever)))
+            out.append((lever.name, _applied(scenario, lever, memo)))
         except SpecsimError:
             continue
     return out
 
 
-def _applied(scenario: Scenario, lever: Lever) -> Bound:
-    """The scenario with the lever pulled, bound."""
-    return bind(with_overrides(scenario, dict(lever.overrides), source="lever"))
+def _applied(scenario: Scenario, lever: Lever, memo: PassMemo) -> Bound:
+    """The scenario with the lever pulled, bound (with the hardware answers ``memo``)."""
+    return bind(with_overrides(scenario, dict(lever.overrides), source="lever"), memo)
 
 
 def _interval90(applied: Bound, populations: Populations) -> tuple[float, float] | None:
@@ -444,9 +459,10 @@ def lever_table(
     ``intervals90``: the levers' 90% intervals already computed on the same scenarios, by
     lever name (``compare --levers`` has them from its columns); the others are computed.
     ``levers_bound``: the levers' scenarios already bound, by lever name (``lever_scenarios``);
-    the others are bound here.
+    the others are bound here. Every scenario bound here shares the hardware answers of
+    ``bound``'s model (``PassModel.memo``).
     """
-    scenario = bound.scenario
+    scenario, memo = bound.scenario, bound.hardware.memo
     levers_bound = levers_bound or {}
     drafter = drafter or drafter_for(scenario)
     rows = []
@@ -461,7 +477,7 @@ def lever_table(
             applied = (
                 levers_bound[lever.name]
                 if lever.name in levers_bound
-                else _applied(scenario, lever)
+                else _applied(scenario, lever, memo)
             )
             tok_s = _bound_tok_s(applied)
             cost = applied.cost
@@ -469,7 +485,7 @@ def lever_table(
         except SpecsimError as exc:
             rows.append(LeverRow(lever, None, None, None, {}, None, None, exc.message))
             continue
-        per_variant = _variant_values(scenario, lever, variants, drafter)
+        per_variant = _variant_values(scenario, lever, variants, drafter, memo)
         known = [x for x in per_variant.values() if x is not None]
         given = intervals90 or {}
         interval90 = given[lever.name] if lever.name in given else _interval90(applied, populations)

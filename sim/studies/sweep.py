@@ -54,7 +54,8 @@ class PointTask:
     #: validates it once instead of the base and then the overrides.
     point: dict[str, Any] | None = None
     #: The token-count terms a serving point's passes share with the sweep's other points
-    #: run in the same process (sim/hardware/batched.py; a worker's copies share one).
+    #: run in the same process, and every point's hardware answers (``PassTerms.passes``)
+    #: (sim/hardware/batched.py; a worker's copies share one).
     terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
 
@@ -78,7 +79,9 @@ def evaluate_point(task: PointTask) -> dict[str, Any]:
     The Monte Carlo runs with the point's own ``simulation.seed`` in this process
     (``workers=1``): parallelism is across points, so results do not depend on it.
     """
-    bound = bind(point_scenario(task))  # once: the closed forms and the Monte Carlo
+    # once: the closed forms and the Monte Carlo (with the hardware answers of the sweep's
+    # points in this process, ``PassTerms.passes``)
+    bound = bind(point_scenario(task), task.terms.passes)
     result = simulate(
         bound,
         engine=task.engine,
@@ -162,7 +165,10 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
     ``{policy}_not_steady_replications``, how many."""
     scenario = point_scenario(task)
     base_dir = Path(task.base_dir) if task.base_dir else None
-    setup = serving_setup(bind(scenario), base_dir=base_dir, source=task.source, terms=task.terms)
+    terms = task.terms
+    setup = serving_setup(
+        bind(scenario, terms.passes), base_dir=base_dir, source=task.source, terms=terms
+    )
     sp = scenario.speculation  # which draft the speculative columns are (as a batch-1 row)
     row: dict[str, Any] = {
         **dict(task.overrides),
@@ -308,10 +314,11 @@ def run_sweep(
     varied = [k for k, _ in axes]
     hours = 0.0
     validated = []
+    terms = PassTerms()  # one table for the points this process binds and runs
     for point in points:
         try:
             scn = with_overrides(base, point, source=source)
-            bind(scn)  # the hardware model may refuse the point as well
+            bind(scn, terms.passes)  # the hardware model may refuse the point as well
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
         validated.append(scn)
@@ -341,7 +348,6 @@ def run_sweep(
     keys = [point_key(p) for p in points]
     mine = range(len(points)) if shard is None else range(shard[0] - 1, len(points), shard[1])
     todo = [i for i in mine if keys[i] not in done]
-    terms = PassTerms()  # one table for the serving points this process runs
     tasks = [
         PointTask(
             base_dict,

@@ -323,6 +323,7 @@ def input_draws(
 
 def perturbed(bound: Bound, overrides: Overrides, source: str = "uncertainty") -> Bound:
     """The bound scenario with one draw's ``overrides`` set, re-validated and bound
-    (SpecsimError where the scenario or its hardware model rejects the draw)."""
+    (SpecsimError where the scenario or its hardware model rejects the draw), with the
+    hardware answers of ``bound``'s model (``PassModel.memo``), which its draws meet again."""
     scenario = with_overrides(bound.scenario, dict(overrides), source=source)
-    return bind(scenario)
+    return bind(scenario, bound.hardware.memo)

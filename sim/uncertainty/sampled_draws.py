@@ -29,6 +29,7 @@ from sim.binding.bound import Bound
 from sim.binding.decompose import scenario_pass_times
 from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.errors import SpecsimError
+from sim.hardware.passes import PassMemo
 from sim.model.cycle import PassTimes, parallel_draft_ms
 from sim.model.sampled import (
     SampledModel,
@@ -126,10 +127,13 @@ def pass_response(
     values: np.ndarray,
     base: np.ndarray,
     vector: Callable[[Scenario], np.ndarray] | None = None,
+    memo: PassMemo | None = None,
 ) -> PassResponse:
     """The response table of one input over the span of its draws ``values`` (n,): the
     change of ``vector(scenario)`` (default: the pass-time vector ``pass_vector``, of the
-    size of ``base``) from ``base`` with the input at a few values."""
+    size of ``base``) from ``base`` with the input at a few values. ``memo``: the hardware
+    answers of the bound scenario's model (``PassModel.memo``), which its what-ifs meet
+    again."""
     span = np.quantile(values, NODE_QUANTILES) if values.size else np.array([])
     nodes = np.unique(np.concatenate([span, [inp.nominal]]))
     if inp.integer:
@@ -143,7 +147,7 @@ def pass_response(
             continue
         try:
             other = with_overrides(scenario, {inp.field: value}, source="uncertainty")
-            passes = scenario_pass_times(other)  # the hardware model may refuse it as well
+            passes = scenario_pass_times(other, memo)  # the hardware model may refuse it
         except SpecsimError:
             continue  # outside what the scenario allows: draws there take the nearest node
         kept.append(x)
@@ -353,9 +357,11 @@ def _sampled(
     bound: Bound, draws: np.ndarray, max_steps: int, drawn: Drawn | None
 ) -> SampledScenario:
     scenario, inputs = bound.scenario, bound.inputs
-    base = pass_vector(bound.passes, max_steps)
+    base, memo = pass_vector(bound.passes, max_steps), bound.hardware.memo
     responses = tuple(
-        None if is_acceptance_input(inp.field) else pass_response(scenario, inp, draws[:, j], base)
+        None
+        if is_acceptance_input(inp.field)
+        else pass_response(scenario, inp, draws[:, j], base, memo=memo)
         for j, inp in enumerate(inputs)
     )
     return SampledScenario(

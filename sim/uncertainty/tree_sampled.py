@@ -262,7 +262,9 @@ def sampled_tree(
     responses = tuple(
         None
         if is_acceptance_input(inp.field)
-        else pass_response(scenario, inp, draws[:, j], base, vector=tree_cycle_vector)
+        else pass_response(
+            scenario, inp, draws[:, j], base, vector=tree_cycle_vector, memo=bound.hardware.memo
+        )
         for j, inp in enumerate(inputs)
     )
     nominal = tree_acceptance(bound)

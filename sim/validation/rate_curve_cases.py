@@ -22,6 +22,7 @@ from scipy import optimize
 from sim.binding.bound import bind
 from sim.calibration.load_fit import predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
+from sim.hardware.passes import PassMemo
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -118,10 +119,11 @@ def _base() -> Scenario:
 
 def _fit_field(scenario: Scenario, field: str, lo: float, hi: float, point: LoadPoint) -> Scenario:
     target = float(point.tpot_ms or 0.0)
+    memo = PassMemo()  # the hardware answers every step of the root search meets again
 
     def gap(x: float) -> float:
         sc = with_overrides(scenario, {field: x}, source="validation")
-        return float(predicted_tpot_ms(sc, [point])[0]) - target
+        return float(predicted_tpot_ms(sc, [point], memo)[0]) - target
 
     value = optimize.brentq(gap, lo, hi, xtol=1e-6)
     return with_overrides(scenario, {field: value}, source="validation")

@@ -178,7 +178,7 @@ class ScenarioPlans:
     def setup(self, load: Load | None, num_steps: int) -> ServingSetup:
         base_dir = Path(self.base_dir) if self.base_dir else None
         return serving_setup(
-            bind(self.scenario(load, num_steps)),
+            bind(self.scenario(load, num_steps), self.terms.passes),
             base_dir=base_dir,
             source=self.source,
             terms=self.terms,

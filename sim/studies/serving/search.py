@@ -218,7 +218,12 @@ class ServingStats:
             over: dict[str, Any] = {self.load.field.split(".", 1)[1]: self.load.value}
             at_load = with_load(scenario, source="search", **over)
             base = Path(self.base_dir) if self.base_dir else None
-            setup = serving_setup(bind(at_load), base_dir=base, source="search", terms=self._terms)
+            setup = serving_setup(
+                bind(at_load, self._terms.passes),
+                base_dir=base,
+                source="search",
+                terms=self._terms,
+            )
             self._plans[key] = setup.plan
         return self._plans[key]
 

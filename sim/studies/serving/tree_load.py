@@ -348,7 +348,7 @@ def tree_load_study(
     # the top one (its warm-up the longest), so that the estimate errs long
     terms = PassTerms()  # the plans at every load share their passes' terms
     largest = serving_setup(
-        bind(with_load(base, concurrency=grid[-1], source=source)),
+        bind(with_load(base, concurrency=grid[-1], source=source), terms.passes),
         base_dir=base_dir,
         source=source,
         policies=policies,
@@ -387,7 +387,11 @@ def tree_load_study(
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
         setup = serving_setup(
-            bind(sc), base_dir=base_dir, source=source, policies=policies, terms=terms
+            bind(sc, terms.passes),
+            base_dir=base_dir,
+            source=source,
+            policies=policies,
+            terms=terms,
         )
         setups.append(setup)
         count = FIRST if sequential and setup.replications > FIRST else setup.replications

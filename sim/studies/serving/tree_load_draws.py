@@ -140,7 +140,7 @@ def drawn_ratios(
             drawn = with_overrides(base, dict(ov), source="uncertainty")
             setups[i] = [
                 serving_setup(
-                    bind(with_load(drawn, concurrency=c, source=source)),
+                    bind(with_load(drawn, concurrency=c, source=source), terms.passes),
                     base_dir=base_dir,
                     source=source,
                     policies=policies,

@@ -23,7 +23,7 @@ from sim.report.plain_text import plain_text
 from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.draws import DRAW_REPLICATIONS
+from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
 from sim.uncertainty.perturb import INTERVAL_LABEL

@@ -28,7 +28,7 @@ without uncertain inputs gets the Monte Carlo interval alone.
 
 Here the draws run for the decisions (``DrawnPoints``) and what a study's document says
 they simulated (``replication_counts``); the interval arithmetic is draw_intervals.py,
-``serve``'s intervals serve_intervals.py, both importable from here as before.
+``serve``'s intervals serve_intervals.py.
 """
 
 from __future__ import annotations
@@ -48,14 +48,10 @@ from sim.studies.serving.draw_intervals import (
     NOISE_CONFIDENCE,
     Joined,
     band_joined,
-    interval90,
-    measured_move,
     near,
     one_replication_enough,
     paired_gain,
-    prediction_half_width,
     probe_draws,
-    ratio_interval,
     shifted,
 )
 from sim.studies.serving.evaluator import (
@@ -71,10 +67,8 @@ from sim.studies.serving.evaluator import (
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain, paired_values
 from sim.studies.serving.sequential import merge
-from sim.studies.serving.serve_intervals import SERVE_METRICS, serve_intervals
 from sim.uncertainty.model_error import beyond_measured_note
 from sim.uncertainty.perturb import (
-    DRAWS,
     InputDraws,
     Overrides,
 )
@@ -82,28 +76,7 @@ from sim.uncertainty.perturb import (
 if TYPE_CHECKING:
     pass
 
-__all__ = [
-    "DRAWS",
-    "DRAW_NOISE_SHARE",
-    "DRAW_REPLICATIONS",
-    "NOISE_CONFIDENCE",
-    "SERVE_METRICS",
-    "DrawnPoints",
-    "Joined",
-    "band_joined",
-    "beyond_calibrated",
-    "interval90",
-    "measured_move",
-    "near",
-    "one_replication_enough",
-    "paired_gain",
-    "prediction_half_width",
-    "probe_draws",
-    "ratio_interval",
-    "replication_counts",
-    "serve_intervals",
-    "shifted",
-]
+__all__ = ["DrawnPoints", "beyond_calibrated", "replication_counts"]
 
 Key = tuple[Load, Any]
 

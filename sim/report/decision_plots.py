@@ -19,9 +19,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from sim.report.crossover import lengths_text
+from sim.report.figure_style import BASELINE_STYLE, add_footnote
 from sim.report.format import count
 from sim.report.plain_text import log_x_axis, plain_text
-from sim.report.plots import BASELINE_STYLE, _footnote
 
 __all__ = [
     "best_k_figures",
@@ -136,7 +136,7 @@ def _throughput_figure(doc: Mapping[str, Any]) -> Figure:
         ax.set_title(doc["metrics"][metric]["label"].capitalize(), fontsize=11)
         ax.legend(fontsize=8)
     fig.suptitle("Throughput with and without speculation as load grows", fontsize=12)
-    _footnote(fig, _footnote_text(doc, "dashed verticals: where a k's gain crosses 1"))
+    add_footnote(fig, _footnote_text(doc, "dashed verticals: where a k's gain crosses 1"))
     return fig
 
 
@@ -176,7 +176,7 @@ def _gain_figure(doc: Mapping[str, Any]) -> Figure:
         f"Speculation's gain by load (> 1 pays; X: crossing, bar: its 95% interval, {unit})",
         fontsize=11,
     )
-    _footnote(fig, _footnote_text(doc, "latency gains are baseline / speculative"))
+    add_footnote(fig, _footnote_text(doc, "latency gains are baseline / speculative"))
     return fig
 
 
@@ -223,7 +223,7 @@ def _cdf_figure(doc: Mapping[str, Any]) -> Figure | None:
         for ax in axes[row]:
             ax.set_xlim(0, xmax)
     fig.suptitle("Latency distributions with and without speculation", fontsize=12)
-    _footnote(fig, _footnote_text(doc, "pooled requests of every replication"))
+    add_footnote(fig, _footnote_text(doc, "pooled requests of every replication"))
     return fig
 
 
@@ -284,7 +284,7 @@ def best_k_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
         fontsize=10,
         wrap=True,
     )
-    _footnote(fig, _footnote_text(doc))
+    add_footnote(fig, _footnote_text(doc))
     out = [("best-k-map", fig)]
     check = doc["check"]
     fig2 = Figure(figsize=(8.0, 5.0), dpi=110, layout="constrained")
@@ -307,7 +307,7 @@ def best_k_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ax2.set_ylabel(f"{doc['objective_label']}{unit}")
     ax2.set_title("The table against every fixed k, at another seed", fontsize=11)
     ax2.legend(fontsize=8)
-    _footnote(fig2, _footnote_text(doc, f"check seed {check['seed']}"))
+    add_footnote(fig2, _footnote_text(doc, f"check seed {check['seed']}"))
     out.append(("best-k-check", fig2))
     return out
 
@@ -346,7 +346,7 @@ def capacity_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     )
     ax.set_title(f"SLO attainment against load ({limits}); dashed: capacity", fontsize=10)
     ax.legend(fontsize=8)
-    _footnote(fig, _footnote_text(doc))
+    add_footnote(fig, _footnote_text(doc))
     return [("slo-attainment", fig)]
 
 
@@ -386,7 +386,7 @@ def controllers_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     axes[0].legend(fontsize=7.5)
     fig.suptitle(f"Adaptive controllers and fixed k against the static {ref}", fontsize=12)
     labels = "; ".join(f"phase {i + 1}: {p['label']}" for i, p in enumerate(phases))
-    _footnote(
+    add_footnote(
         fig,
         f"{doc['scenario']}: {count(doc['replications'], 'replication')}, seed {doc['seed']}; "
         f"{labels}",

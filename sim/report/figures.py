@@ -1,6 +1,7 @@
 """Which figures each result document gets: sweep, search, compare and run outputs in,
 (file stem, Figure) pairs out, chosen by the document's ``kind``. Built from the builders
-of sim/report/plots.py; no files here (the CLI saves them, sim/cli/plot.py)."""
+of sim/report/ (``sweep_plots``, ``search_plots``, ``run_plots``, ``compare_plots``, the
+serving ones); no files here (the CLI saves them, sim/cli/plot.py)."""
 
 from __future__ import annotations
 
@@ -11,28 +12,20 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from sim.model.cycle import PHASES
+from sim.report.compare_plots import throughput_bars
 from sim.report.decision_plots import (
     best_k_figures,
     capacity_figures,
     controllers_figures,
     crossover_figures,
 )
+from sim.report.figure_style import Row, field_label, fmt_value, in_words
 from sim.report.format import count
 from sim.report.plain_text import plain_text
-from sim.report.plots import (
-    Row,
-    cycle_breakdown,
-    field_label,
-    fmt_value,
-    heatmap,
-    in_words,
-    lever_curve,
-    request_distribution,
-    required_alpha_vs_target,
-    throughput_bars,
-    throughput_vs_acceptance,
-)
+from sim.report.run_plots import cycle_breakdown, request_distribution
+from sim.report.search_plots import lever_curve, required_alpha_vs_target
 from sim.report.serving_plots import serve_figures, serving_sweep_figures
+from sim.report.sweep_plots import heatmap, throughput_vs_acceptance
 from sim.report.tree_load import tree_load_figures
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from sim.report.figure_style import BASELINE_STYLE, TARGET_STYLE, add_footnote, new_figure
 from sim.report.format import count
 from sim.report.plain_text import plain_text
-from sim.report.plots import BASELINE_STYLE, TARGET_STYLE, _figure, _footnote
 
 __all__ = ["serve_figures"]
 
@@ -57,14 +57,14 @@ def _cdf(ax: Any, doc: Mapping[str, Any], metric: str) -> None:
 
 
 def per_user_figure(doc: Mapping[str, Any]) -> Figure:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     _cdf(ax, doc, "per_user_tok_s")
     for i, t in enumerate(doc.get("slo", {}).get("tok_s", [])):
         ax.axvline(t, **TARGET_STYLE, label="targets" if i == 0 else None)
     ax.set_ylabel("share of requests at or below")
     ax.set_title("Per-user decoding speed, with and without speculation")
     ax.legend(loc="lower right", fontsize=8)
-    _footnote(fig, _footnote_text(doc))
+    add_footnote(fig, _footnote_text(doc))
     return fig
 
 
@@ -80,12 +80,12 @@ def latency_figure(doc: Mapping[str, Any]) -> Figure:
     axes[1].set_title("Time per output token")
     axes[1].legend(loc="lower right", fontsize=8)
     fig.suptitle("Latency distributions, with and without speculation")
-    _footnote(fig, _footnote_text(doc))
+    add_footnote(fig, _footnote_text(doc))
     return fig
 
 
 def batch_figure(doc: Mapping[str, Any]) -> Figure:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for name, label, style in _series(doc):
         share = np.asarray(doc[name]["decode_batch_time_share"])
         sizes = np.flatnonzero(share > 0)
@@ -98,7 +98,7 @@ def batch_figure(doc: Mapping[str, Any]) -> Figure:
     ax.set_title("Where the decode time went, by batch size")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    _footnote(fig, _footnote_text(doc))
+    add_footnote(fig, _footnote_text(doc))
     return fig
 
 
@@ -177,7 +177,7 @@ def serving_sweep_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
         ax.grid(True, alpha=0.3)
     axes[1].legend(fontsize=8)
     fig.suptitle("Speculation under load")
-    _footnote(
+    add_footnote(
         fig,
         f"{doc.get('scenario', '')}: {count(doc.get('replications'), 'replication')} x "
         f"{count(doc.get('requests'), 'request')} per point, seed {doc.get('seed')}; the same "

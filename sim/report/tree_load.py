@@ -16,14 +16,14 @@ from matplotlib.figure import Figure
 
 from sim.model.drafts import describe_draft
 from sim.report.conditioning import conditioning_lines
+from sim.report.figure_style import BASELINE_STYLE, add_footnote
 from sim.report.format import count
 from sim.report.model_error import model_error_line
 from sim.report.plain_text import plain_text
-from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.draws import DRAW_REPLICATIONS
+from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
 from sim.uncertainty.perturb import INTERVAL_LABEL
@@ -367,7 +367,7 @@ def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle("Chain against tree as concurrency grows")
-    _footnote(fig, note)
+    add_footnote(fig, note)
     out = [("tree-load-throughput", fig)]
     fig2 = Figure(figsize=(8.0, 5.0), dpi=110, layout="constrained")
     ax = fig2.add_subplot()
@@ -392,6 +392,6 @@ def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ax.set_title("Where the tree stops beating the chain (below 1: the chain wins)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    _footnote(fig2, note)
+    add_footnote(fig2, note)
     out.append(("tree-load-ratio", fig2))
     return out

@@ -17,7 +17,7 @@ factor, keeping the profile's shape and spread (rates capped at 1), and reports 
 as the mean conditional rate over positions 1..k; the report says so (``acceptance_lever``,
 sim/studies/acceptance_lever.py). What the search answers: sim/studies/search_results.py.
 
-No plotting here (sim/report/plots.py), no files (sim/cli/search.py); any other lever:
+No plotting here (sim/report/search_plots.py), no files (sim/cli/search.py); any other lever:
 sim/studies/solve.py.
 """
 

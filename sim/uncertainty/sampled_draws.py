@@ -31,12 +31,10 @@ from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.errors import SpecsimError
 from sim.hardware.passes import PassMemo
 from sim.model.cycle import PassTimes, parallel_draft_ms
-from sim.model.sampled import (
-    SampledModel,
-    distinct_rows,
-    equal_rate_accept_length,
-    scales_of_rows,
-)
+from sim.model.distinct_rows import distinct_rows
+from sim.model.equal_rates import equal_rate_accept_length
+from sim.model.profile_scales import scales_of_rows
+from sim.model.sampled import SampledModel
 from sim.model.shapes import (
     continue_rates,
     rates_for_positions,

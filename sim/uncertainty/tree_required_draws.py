@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.acceptance import quadrature_weights
-from sim.model.sampled import distinct_rows
+from sim.model.distinct_rows import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares, residual_rank_rates

@@ -37,8 +37,8 @@ from sim.binding.bound import Bound
 from sim.binding.inputs import UncertainInput, nominal_row
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import CycleCost
+from sim.model.distinct_rows import distinct_rows
 from sim.model.rates import cumulative_rates, mean_accept_length
-from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
 from sim.model.tree.rates import Shares

@@ -18,7 +18,7 @@ The user then does what a user does: takes the scenario as given (the nominal va
 the truth's), calibrates it on the lowest load only (``fit_load_sweep``, the library side
 of ``specsim calibrate --load-sweep``, on that load's mean TPOT with and without
 speculation), and predicts every other load with ``serve``'s 90% intervals from inputs and
-model (sim/studies/serving/draws.py ``serve_intervals``: ``DRAWS`` draws x 2 replications
+model (sim/studies/serving/serve_intervals.py ``serve_intervals``: ``DRAWS`` draws x 2 replications
 on the nominal seeds, joined with the Monte Carlo interval), at a prediction seed of its
 own (``PREDICT_SEED`` + truth).
 
@@ -59,7 +59,7 @@ from sim.simulation.serving.metrics import (
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import serve_intervals
+from sim.studies.serving.serve_intervals import serve_intervals
 from sim.uncertainty.perturb import DRAWS, draw_overrides, serving_inputs
 
 __all__ = ["LOADS", "Scored", "coverage_study", "truth_inputs"]

@@ -5,7 +5,7 @@ serving curves, each calibrated as its case calibrates it) and every input ``ser
 draws (sim/uncertainty/perturb.py ``serving_inputs``), the figure is simulated again with
 that input alone at its 5% and at its 95% end (the others at their nominal values), on
 the nominal run's first ``DRAW_REPLICATIONS`` seeds, and moved by the paired shift as a
-draw is (sim/studies/serving/draws.py ``shifted``). An input's *swing* is the distance
+draw is (sim/studies/serving/draw_intervals.py ``shifted``). An input's *swing* is the distance
 between its two ends' answers relative to the nominal answer: the one-at-a-time share of
 the interval's width that input holds (a tornado; interactions are left out).
 
@@ -29,7 +29,7 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAW_REPLICATIONS, paired_gain, shifted
+from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS, paired_gain, shifted
 from sim.studies.serving.paired_metrics import policy_point
 from sim.uncertainty.perturb import draw_overrides, serving_inputs
 from sim.validation.interval_public import SPEEDUP, FigureSpec, figure_specs, scenario_at

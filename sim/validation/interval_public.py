@@ -6,7 +6,7 @@ taken as its case calibrates it (the EAGLE-3 paper's SGLang and vLLM tables on o
 the RTX PRO 6000 Kimi curve on batch 1 and plain decoding at 8; llm-d's Qwen3-32B on its
 1-QPS stage), and every scored figure is predicted again, at the case's own load, requests,
 replications and seed, now with ``serve``'s 90% interval from inputs and model
-(sim/studies/serving/draws.py ``serve_intervals``). A figure is covered when the published
+(sim/studies/serving/serve_intervals.py ``serve_intervals``). A figure is covered when the published
 value lies inside the interval of the same quantity: the paired speedup of aggregate tok/s
 (the paper tables), a policy's aggregate tok/s (Kimi), a policy's TPOT p50 (llm-d); the
 gains (the paper's speed-ups, and the ratio of two published levels: Kimi's speculative
@@ -45,8 +45,8 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import SERVE_METRICS, serve_intervals
 from sim.studies.serving.paired_metrics import gain, policy_point
+from sim.studies.serving.serve_intervals import SERVE_METRICS, serve_intervals
 from sim.uncertainty.perturb import DRAWS, Refit
 from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_data as pub

@@ -1,12 +1,12 @@
 """The sampled closed forms' Newton solve as it was written first (row layout, one row
-of K factors a pair): the oracle the faster solve in sim/model/sampled.py must match to
+of K factors a pair): the oracle the faster solve in sim/model/profile_scales.py must match to
 the last bit (the figures every report prints come out of it)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sim.model.sampled import _equal_rates, equal_rate_accept_length
+from sim.model.equal_rates import equal_rate_accept_length, equal_rates_at
 
 _ITERATIONS = 40
 _TOL = 1e-11
@@ -36,7 +36,7 @@ def scales_for_accept_lengths(
     mean_g = np.cumsum(factors, axis=1) / np.arange(1, big_k + 1)[None, :]
     rows, ks = np.nonzero(reach)
     target = need[rows, ks]
-    start = _equal_rates(target, ks + 1.0, steps=10) if guess is None else guess[rows, ks]
+    start = equal_rates_at(target, ks + 1.0, steps=10) if guess is None else guess[rows, ks]
     x = np.clip(start / mean_g[rows, ks], 0.0, hi_all[rows, ks])
     lo, hi = np.zeros(rows.size), hi_all[rows, ks].copy()
     positions = np.arange(big_k)[None, :]

@@ -6,16 +6,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.model.sampled import (
-    SampledModel,
-    _distinct_values,
-    _equal_rates,
+from sim.model.distinct_rows import distinct_rows
+from sim.model.equal_rates import _distinct_values, equal_rates_at, equal_rates_for_accept_lengths
+from sim.model.profile_scales import (
     _pair_accept_length,
     _row_accept_lengths,
-    distinct_rows,
-    equal_rates_for_accept_lengths,
     scales_for_accept_lengths,
 )
+from sim.model.sampled import SampledModel
 from sim.model.shapes import accept_lengths_by_k
 from tests.model import sampled_reference
 
@@ -208,7 +206,7 @@ def test_equal_rates_bisect_to_the_bits_of_the_general_closed_form(seed: int, st
     need = rng.uniform(0.5, 1.0, (30, 4)) * (k + 2.0)
     need[0, 0], need[1, 1] = np.nan, np.inf
     want = sampled_reference.equal_rates(need, k, steps)
-    assert np.array_equal(_equal_rates(need, k, steps), want, equal_nan=True)
+    assert np.array_equal(equal_rates_at(need, k, steps), want, equal_nan=True)
 
 
 def test_distinct_values_are_numpys_unique_counted_or_sorted() -> None:

@@ -15,7 +15,7 @@ from matplotlib.text import Text
 
 from sim.cli import main
 from sim.report.figures import BUILDERS, figures_for
-from sim.report.plots import request_distribution
+from sim.report.run_plots import request_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")

@@ -13,7 +13,10 @@ from matplotlib.figure import Figure
 
 from sim.cli import main
 from sim.cli.plot import save_figures
-from sim.report import figures, plots
+from sim.report import figures
+from sim.report.run_plots import request_distribution
+from sim.report.search_plots import required_alpha_vs_target
+from sim.report.sweep_plots import heatmap
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.bisection import closed_form_stats
@@ -61,7 +64,7 @@ def sweep_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_every_builder_returns_a_titled_labelled_figure(sweep_doc: dict) -> None:
     figs = [
         *figures.sweep_figures(sweep_doc),
-        ("dist", plots.request_distribution(np.linspace(50, 90, 200), targets=[60, 80])),
+        ("dist", request_distribution(np.linspace(50, 90, 200), targets=[60, 80])),
     ]
     names = [n for n, _ in figs]
     assert "throughput" in names and "cycle-breakdown" in names
@@ -93,9 +96,9 @@ def test_heatmap_draws_target_contours() -> None:
     rows = [
         {"a": a, "b": b, "tok_s_mean": 100 * a + 10 * b} for a in (0.5, 0.7, 0.9) for b in (1, 2, 3)
     ]
-    fig = plots.heatmap(rows, x="a", y="b", targets=[80.0])
+    fig = heatmap(rows, x="a", y="b", targets=[80.0])
     assert fig.axes[0].collections, "no contour drawn"
-    fig_none = plots.heatmap(rows, x="a", y="b", targets=[1000.0])
+    fig_none = heatmap(rows, x="a", y="b", targets=[1000.0])
     assert "outside the range" in fig_none.get_suptitle()
 
 
@@ -144,7 +147,7 @@ def test_required_alpha_axes_show_every_answer(seed_path: Path) -> None:
     doc = search_acceptance(
         load_scenario(seed_path), [100, 150, 200], range(1, 17), simulate=closed_form_stats
     ).to_dict()
-    fig = plots.required_alpha_vs_target(doc)
+    fig = required_alpha_vs_target(doc)
     lo, hi = fig.axes[0].get_ylim()
     answers = [t["alpha"] for t in doc["targets"] if t["reachable"]]
     assert lo <= min(answers) and max(answers) <= hi
@@ -181,8 +184,8 @@ def test_weighted_distribution_is_the_repeated_sample() -> None:
     """Values with counts (a streamed run's histogram) draw the same bars, mean and shares
     as the values repeated that many times."""
     values, counts = np.array([50.0, 55.0, 60.0, 70.0]), np.array([3, 1, 4, 2])
-    weighted = plots.request_distribution(values, weights=counts, targets=[58.0])
-    repeated = plots.request_distribution(np.repeat(values, counts), targets=[58.0])
+    weighted = request_distribution(values, weights=counts, targets=[58.0])
+    repeated = request_distribution(np.repeat(values, counts), targets=[58.0])
     assert np.array_equal(_bar_heights(weighted), _bar_heights(repeated))
     texts = [[t.get_text() for t in f.axes[0].texts] for f in (weighted, repeated)]
     assert texts[0] == texts[1] and "60% reach it" in texts[0][0]

@@ -9,7 +9,7 @@ from sim.binding.bind import cycle_cost
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs, nominal_row
 from sim.errors import SpecsimError
-from sim.model.sampled import scales_of_rows
+from sim.model.profile_scales import scales_of_rows
 from sim.model.shapes import scale_for_accept_length, shape_factors
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides

@@ -5,7 +5,7 @@ batch does not change, so the iterations in between are computed together: for B
 and up to K iterations, one (B, K) array of acceptance draws, accept lengths, running
 token counts and, per iteration, the batch's context and the iteration's time. The
 scheduler then lets the iterations happen (as one SimPy event up to where an arrival
-could be admitted, then one timeout each; engine.py ``uncut_iterations``) and cuts the
+could be admitted, then one timeout each; block_size.py ``uncut_iterations``) and cuts the
 block at the first boundary where something must change (``plan_block`` already stops at the
 first completion and at the first iteration the KV cache could not hold; an arrival that
 can be admitted cuts it at the next boundary). Nothing in a block depends on how long the

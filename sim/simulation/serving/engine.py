@@ -5,7 +5,8 @@ Its parts, one job a module: ``plan`` (``ServingPlan``: everything a replication
 besides random numbers and the policy; ``Drafting``: a policy worked out on it once),
 ``streams`` (``ServingStreams``: the replication's independent random streams),
 ``server`` (``Server``: the scheduler's state and its bookkeeping between events; a
-request's arrival, ``submit``, ``send_next``), ``processes`` (the SimPy processes, plain
+request's arrival, ``submit``, ``send_next``; its parts ``kv_ledger``, ``prefills``,
+``block_size``, ``deliveries`` and ``held_rows``), ``processes`` (the SimPy processes, plain
 generators that only yield events: the arrivals and ``scheduler_process``), ``timeouts``
 (``jumps``: the delays of timeouts that land exactly on a block's ends), and ``batch``
 (the arithmetic of a block of decode iterations, pure and vectorized over the batch).

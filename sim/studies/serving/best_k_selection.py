@@ -20,7 +20,8 @@ import numpy as np
 from sim.model.model_error import Z90
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.draws import DrawnPoints, interval90, near
+from sim.studies.serving.draw_intervals import interval90, near
+from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, load_term
 from sim.studies.serving.paired_metrics import (
     METRICS,

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from sim.studies.serving.capacity_result import PolicyCapacity, capacity_gain
-from sim.studies.serving.draws import DrawnPoints, interval90
+from sim.studies.serving.draw_intervals import interval90
+from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import ScenarioPlans
 from sim.uncertainty.model_error import ModelErrorTerm
 

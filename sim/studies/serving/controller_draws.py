@@ -11,8 +11,9 @@ carried by the study's ``ScenarioPlans.draws``).
   vLLM's offline profile is re-measured on the drawn server, as vLLM's generate_config.py
   profiles the server it runs on; SGLang's adaptive controller needs no profile. A draw's
   advantage per phase is the nominal advantage moved by the paired shift
-  (``draws.shifted``); the interval is ``draws.interval90`` of the draws (their 5-95%
-  and their normal prediction interval) joined with the nominal's Monte Carlo 95% interval.
+  (``draw_intervals.shifted``); the interval is ``draw_intervals.interval90`` of the draws
+  (their 5-95% and their normal prediction interval) joined with the nominal's Monte Carlo
+  95% interval.
 * **Switching threshold.** Where the best-k table's k changes between two grid loads, the
   nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k_forms.py
   ``refined_ends``); its interval is crossover's (sim/studies/serving/crossover.py
@@ -36,7 +37,8 @@ from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.plan import ServingPlan
 from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover import crossing_interval90
-from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.draw_intervals import interval90, shifted
+from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, gain
 from sim.uncertainty.model_error import ModelErrorTerm, crossing_band, join_ends

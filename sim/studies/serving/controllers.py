@@ -189,7 +189,8 @@ def _with_intervals(
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
-    from sim.studies.serving.draws import DRAW_REPLICATIONS, DrawnPoints
+    from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS
+    from sim.studies.serving.draws import DrawnPoints
     from sim.uncertainty.model_error import ModelErrorTerm, beyond_measured_note
 
     r = min(DRAW_REPLICATIONS, int(result.settings["replications"]))

@@ -41,7 +41,8 @@ from sim.studies.serving.break_even import (
     refinement_bound,
     stopped_short,
 )
-from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
+from sim.studies.serving.draw_intervals import interval90
+from sim.studies.serving.draws import DrawnPoints, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans, gain_band
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving.sequential import GainsAgainst, describe

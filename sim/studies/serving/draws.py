@@ -25,22 +25,35 @@ The 90% interval joins the draws' 5% and 95% quantiles, their normal prediction 
 (where one more draw would fall: 8 draws' own quantiles hold a new draw at most 7 times
 in 9) and the nominal answer's own Monte Carlo 95% interval (``interval90``): a scenario
 without uncertain inputs gets the Monte Carlo interval alone.
+
+Here the draws run for the decisions (``DrawnPoints``) and what a study's document says
+they simulated (``replication_counts``); the interval arithmetic is draw_intervals.py,
+``serve``'s intervals serve_intervals.py.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.model.model_error import widen
 from sim.model.policy import FixedK
 from sim.parallel import longest_first
-from sim.simulation.serving.records import ServingRecord
+from sim.studies.serving.draw_intervals import (
+    DRAW_NOISE_SHARE,
+    DRAW_REPLICATIONS,
+    NOISE_CONFIDENCE,
+    Joined,
+    band_joined,
+    near,
+    one_replication_enough,
+    paired_gain,
+    probe_draws,
+    shifted,
+)
 from sim.studies.serving.evaluator import (
     BASELINE,
     PointEvaluator,
@@ -52,223 +65,20 @@ from sim.studies.serving.evaluator import (
     run_point,
     run_points,
 )
-from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
-from sim.studies.serving.sequential import SETTLED_SE, merge, precise
-from sim.uncertainty.model_error import beyond_measured_note, model_error_term
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain, paired_values
+from sim.studies.serving.sequential import merge
+from sim.uncertainty.model_error import beyond_measured_note
 from sim.uncertainty.perturb import (
-    DRAWS,
     InputDraws,
     Overrides,
-    Refit,
-    input_draws,
-    perturbed,
 )
 
 if TYPE_CHECKING:
-    from sim.binding.bound import Bound
+    pass
 
-__all__ = [
-    "DRAWS",
-    "DRAW_NOISE_SHARE",
-    "DRAW_REPLICATIONS",
-    "NOISE_CONFIDENCE",
-    "SERVE_METRICS",
-    "DrawnPoints",
-    "Joined",
-    "band_joined",
-    "beyond_calibrated",
-    "interval90",
-    "measured_move",
-    "one_replication_enough",
-    "prediction_half_width",
-    "probe_draws",
-    "ratio_interval",
-    "replication_counts",
-    "shifted",
-]
-
-#: Replications each draw runs at a deciding load (the nominal run's first seeds).
-DRAW_REPLICATIONS = 2
-#: Sequential draws (``DrawnPoints(sequential=True)``, ``tree-load``'s draws): a
-#: comparison's draws keep their first replication where the second could move a draw's
-#: answer (one standard deviation) by at most this share of the comparison's 90% interval
-#: (``one_replication_enough``).
-DRAW_NOISE_SHARE = 0.1
-#: One-sided confidence of the measured bound on that move (``measured_move``).
-NOISE_CONFIDENCE = 0.95
-
-
-def prediction_half_width(values: np.ndarray) -> float:
-    """Half the 90% prediction interval of one more draw from the distribution ``values``
-    (n,) were drawn from, normal: t(0.95, n - 1) x s x sqrt(1 + 1/n) (s the sample standard
-    deviation; 0 for fewer than two values). n draws' own 5-95% quantiles are a sample's:
-    they hold a new draw about (n - 1) / (n + 1) of the time at most (7 in 9 at 8 draws)."""
-    n = values.size
-    if n < 2:
-        return 0.0
-    from scipy.special import stdtrit  # lazy: scipy.special at import is slow
-
-    s = float(np.std(values, ddof=1))
-    return float(stdtrit(n - 1, 0.95)) * s * float(np.sqrt(1.0 + 1.0 / n))
-
-
-def interval90(
-    values: Sequence[float], ci95: tuple[float, float] | None, positive: bool = False
-) -> list[float] | None:
-    """The 90% interval of the answer: the draws' answers ``values``' 5-95% quantiles
-    joined with their normal prediction interval (mean +- ``prediction_half_width``: where
-    one more draw of the inputs would fall; ``positive``: a level or a ratio, whose draws
-    are all > 0, takes it on the log scale, so that it stays above 0 and skews as the
-    draws do) and with the Monte Carlo ``ci95`` of the nominal answer; NaN answers (a draw
-    the scenario rejects) are left out; None when there is neither."""
-    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
-    ends: list[float] = []
-    if v.size:
-        ends += [float(q) for q in np.quantile(v, [0.05, 0.95])]
-        if positive and np.all(v > 0):
-            logs = np.log(v)
-            half = prediction_half_width(logs)
-            ends += [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
-        else:
-            half = prediction_half_width(v)
-            ends += [float(v.mean()) - half, float(v.mean()) + half]
-    if ci95 is not None:
-        ends += [float(ci95[0]), float(ci95[1])]
-    return [min(ends), max(ends)] if ends else None
-
-
-def shifted(nominal: float, drawn: np.ndarray, first: np.ndarray) -> float:
-    """The nominal answer moved by the paired shift: ``nominal`` + mean(``drawn`` -
-    ``first``), ``drawn`` (r,) a draw's replications and ``first`` (r,) the nominal run's
-    replications on the same seeds."""
-    return float(nominal + np.mean(np.asarray(drawn) - np.asarray(first)))
-
-
-def near(drawn: np.ndarray, nominal: np.ndarray, reference: float, sigma: float = 0.0) -> bool:
-    """Whether a draw's answer ``drawn`` (D,) lies within ``SETTLED_SE`` standard errors of
-    the nominal's replications ``nominal`` (n,) from ``reference``: the draws then read
-    the nominal mean's last digits, and a nominal point stopped at its first replications
-    (sim/studies/serving/sequential.py) runs the rest (``PointEvaluator.complete``).
-    False where the nominal is ``precise`` against the answer's model-error band
-    ``sigma`` (in the values' units): its other replications would move every draw by
-    less than a quarter of the band's standard deviation."""
-    if precise(nominal, sigma):
-        return False
-    ok = np.isfinite(drawn)
-    if nominal.size < 2 or not ok.any():
-        return False
-    se = float(np.std(nominal, ddof=1)) / np.sqrt(nominal.size)
-    return bool(np.any(np.abs(drawn[ok] - reference) <= SETTLED_SE * se))
-
-
-def probe_draws(draws: int) -> range:
-    """The draws that run their second replication to measure the noise of a
-    one-replication shift where the a priori bound does not settle a comparison
-    (``one_replication_enough``): the first half of the ``draws`` (at least two), which
-    for scrambled Sobol draws are a balanced net of the inputs of their own."""
-    return range(min(draws, max(2, draws // 2)))
-
-
-def measured_move(differences: np.ndarray, confidence: float = NOISE_CONFIDENCE) -> float:
-    """An upper bound on the standard deviation of the move a draw's second replication
-    makes to its answer, measured on draws that ran both: ``differences`` (m,) each such
-    draw's e1 - e2, e_j its shift (draw - nominal) on replication j of the comparison.
-
-    Derivation: a draw's shifts on two seeds are exchangeable, so given the draw e1 - e2
-    has mean 0 and variance 2 sigma^2 (sigma^2 the variance of a one-replication shift,
-    pooled over the draws: assumed the same for every draw at the comparison); its answer
-    on one replication carries e1, on two (e1 + e2) / 2, a move of (e2 - e1) / 2 with
-    variance sigma^2 / 2. With the m differences normal and independent, S = sum d^2
-    has S / (2 sigma^2) ~ chi^2(m), so sigma^2 <= S / (2 q) with probability
-    ``confidence``, q the (1 - ``confidence``) quantile of chi^2(m); the move's standard
-    deviation is then at most sqrt(S / (4 q)). Fewer than two finite differences: inf."""
-    d = np.asarray(differences, dtype=float)
-    d = d[np.isfinite(d)]
-    if d.size < 2:
-        return math.inf
-    from scipy.special import chdtri  # lazy: scipy.special at import is slow
-
-    q = float(chdtri(d.size, confidence))  # the (1 - confidence) quantile of chi^2(m)
-    return math.sqrt(float(np.sum(d * d)) / (4.0 * q))
-
-
-def one_replication_enough(
-    drawn: np.ndarray,
-    own: np.ndarray,
-    ci95: tuple[float, float] | None = None,
-    differences: np.ndarray | None = None,
-    share: float = DRAW_NOISE_SHARE,
-    joined: Joined | None = None,
-) -> bool:
-    """Whether the draws' answers ``drawn`` (D,) of a comparison, most of them shifted on
-    one replication, settle its 90% interval: one is enough where the standard deviation
-    of the move a second replication makes to a draw's answer, (e2 - e1) / 2 (e the noise
-    of a one-replication shift), is at most ``share`` of the width of the comparison's 90%
-    interval (``interval90`` of the draws joined with the nominal's Monte Carlo ``ci95``,
-    then with the answer's model-error band where ``joined`` gives it: ends -> the
-    interval the answer reports, None -> the band and ``ci95`` alone, which with fewer
-    than two draws, or a subset of them, is the least the interval holds whatever the
-    draws say). The one rule of the sequential draws of ``crossover``, ``best-k`` and
-    ``tree-load``.
-
-    The move's bound: ``differences`` given (each probe draw's e1 - e2, ``probe_draws``),
-    the measured one (``measured_move``: a 95% upper bound); else the a priori one, which
-    decides whether the probe draws run their second at all: e's standard deviation is at
-    most s_draw + s_nominal whatever their correlation, taken as 2 s_nominal
-    (s_nominal the standard deviation of the nominal's per-replication values ``own``
-    (n,): a drawn scenario's replications vary as the nominal's, assumed), a move of at
-    most sqrt(2) s_nominal. Common random numbers make the real noise smaller than that
-    bound (docs/study-speed.md), which the measured one sees. The noise only adds to the
-    draws' spread (it widens their law, never narrows it), and each end of the interval
-    moves by about one draw's move; inside the band an end is the band's and does not
-    move at all. Fewer than two finite answers without ``joined``, or fewer than two
-    values of ``own`` (a priori) or of ``differences``: False."""
-    v = np.asarray(drawn, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size < 2 and joined is None:
-        return False
-    if differences is not None:
-        move = measured_move(differences)
-    else:
-        o = np.asarray(own, dtype=float)
-        o = o[np.isfinite(o)]
-        if o.size < 2:
-            return False
-        move = math.sqrt(2.0) * float(np.std(o, ddof=1))
-    ends = interval90(v.tolist() if v.size >= 2 else [], ci95)
-    if joined is not None:
-        ends = joined(ends)
-    if ends is None:
-        return False
-    return bool(move <= share * (ends[1] - ends[0]))
-
-
-def band_joined(nominal: float, sigma: float) -> Joined:
-    """A positive answer's interval -> the one joined with its model-error band
-    [``nominal`` exp(-1.645 ``sigma``), ``nominal`` exp(1.645 ``sigma``)] (each end the
-    farther; sim/model/model_error.py ``widen``, as ``ModelErrorTerm.gain``); None -> the
-    band alone. Unchanged where there is no band (``sigma`` 0, or a nominal not > 0)."""
-
-    def joined(ends: list[float] | None) -> list[float] | None:
-        if not (sigma > 0 and nominal > 0 and math.isfinite(nominal)):
-            return ends
-        return list(widen(nominal, ends, sigma))
-
-    return joined
-
-
-def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
-    """Per replication gain of ``a`` over ``b`` (> 1: ``a`` better; as
-    sim/studies/serving/paired_metrics.py ``gain``)."""
-    num, den = (a, b) if METRICS[metric].higher_is_better else (b, a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / den, np.nan)
-
+__all__ = ["DrawnPoints", "beyond_calibrated", "replication_counts"]
 
 Key = tuple[Load, Any]
-#: A comparison's 90% interval from its inputs' (``interval90``; None: none) to the one
-#: its answer reports, joined with the model-error band (``one_replication_enough``).
-Joined = Callable[[list[float] | None], list[float] | None]
 
 
 def _by_draw(
@@ -631,106 +441,4 @@ def beyond_calibrated(plans: ScenarioPlans, evaluator: PointEvaluator) -> dict[s
             "highest_measured_batch": top,
             "note": beyond_measured_note(top, max(over.values())),
         }
-    }
-
-
-def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
-    """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo 95% interval."""
-    return interval90(draws.tolist(), ci95, positive=True)
-
-
-#: The ``serve`` metrics given a 90% interval from inputs and model (paired_metrics.py
-#: ``METRICS`` names), levels of each policy and the paired speedup.
-SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50_ms")
-
-
-def serve_intervals(
-    bound: Bound,
-    records: Mapping[str, list[ServingRecord]],
-    *,
-    slo: Any,
-    seed: int,
-    base_dir: Any = None,
-    source: str = "scenario",
-    workers: int = 1,
-    baseline: str = "baseline",
-    batch: float = 1.0,
-    draws: int = DRAWS,
-    replications: int = DRAW_REPLICATIONS,
-    refit: Refit | None = None,
-    model_error: tuple[float, float, float] | None = None,
-) -> dict[str, Any]:
-    """``serve``'s 90% intervals from inputs and model: for each policy of ``records``
-    (its nominal replications) the levels of ``SERVE_METRICS``, and each policy's paired
-    speedup over ``baseline``, each the draws' answers (every draw ``replications``
-    replications at the nominal run's first seeds, the nominal moved by the paired shift)
-    joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
-    of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
-    draws conditioned on the calibration figures (``input_draws``). The draws perturb the
-    nominal run's bound scenario ``bound`` and bind each (sim/uncertainty/perturb.py
-    ``perturbed``). Each interval from the inputs then takes the model-error term at
-    ``batch`` (sim/uncertainty/model_error.py: ``model_error`` (the levels' s, the gains'
-    ceiling a and scale d0), default the scenario's or the shipped one)."""
-    # lazy: the serving setup and the uncertainty layer only when serve draws
-    from sim.hardware.batched import PassTerms
-    from sim.simulation.serving.setup import serving_setup
-    from sim.simulation.serving.simulate import simulate_serving
-    from sim.studies.serving.paired_metrics import gain, level, policy_point, replication_values
-
-    sampled = input_draws(bound, seed, draws, refit)  # found once: drawn and described
-    r = min(replications, min(len(v) for v in records.values()))
-    runs = []  # each draw's records, its first r replications
-    terms = PassTerms()  # the draws' plans share their passes' terms
-    for ov in sampled.overrides:
-        try:
-            drawn_bound = perturbed(bound, ov)
-            setup = serving_setup(drawn_bound, base_dir=base_dir, source=source, terms=terms)
-        except SpecsimError:
-            continue  # outside what the scenario allows
-        run = simulate_serving(
-            setup.plan, setup.draftings, replications=r, seed=seed, workers=workers
-        )
-        runs.append(run.records)
-    # the nominal's per-replication values; its first r are the ones the draws' seeds share
-    nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
-    # a draw's values only: its batch and backlog are never read
-    drawn = [{name: replication_values(recs, slo) for name, recs in got.items()} for got in runs]
-    # each answer's nominal and its interval from the inputs
-    levels: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
-    for name, point in nominal.items():
-        levels[name] = {}
-        for m in SERVE_METRICS:
-            values = [
-                shifted(float(np.mean(point.values[m])), d[name][m], point.values[m][:r])
-                for d in drawn
-            ]
-            lv = level(point, m)
-            levels[name][m] = (lv.mean, interval90(values, lv.ci95, positive=True))
-    speedup: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
-    for name, point in nominal.items():
-        if name == baseline or baseline not in nominal:
-            continue
-        speedup[name] = {}
-        for m in SERVE_METRICS:
-            g = gain(point, nominal[baseline], m)
-            own = paired_gain(point.values[m][:r], nominal[baseline].values[m][:r], m)
-            values = [
-                shifted(g.mean, paired_gain(d[name][m], d[baseline][m], m), own) for d in drawn
-            ]
-            speedup[name][m] = (g.mean, interval90(values, g.ci95, positive=True))
-    # then the model's error at the nominal run's batch on each
-    term = model_error_term(bound.scenario, batch, model_error)
-    note = term.beyond_note()
-    return {
-        **sampled.doc(r),
-        "draws_run": len(drawn),
-        "levels": {
-            name: {m: term.level(*v, name != baseline) for m, v in ms.items()}
-            for name, ms in levels.items()
-        },
-        "speedup": {
-            name: {m: term.gain(*v) for m, v in ms.items()} for name, ms in speedup.items()
-        },
-        "model_error": term.doc(),
-        **({"note": note} if note else {}),
     }

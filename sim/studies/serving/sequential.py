@@ -25,7 +25,7 @@ at most 2 x 2.8% of the time (normal values). A point
 whose comparisons are not all settled runs all R, so the points near a crossing, a tie
 or the required share (the ones a band's end or an interpolation reads) have the full
 R's intervals, as before. Where a draw of an interval's inputs lands near the
-reference the study runs a stopped point's other replications too (draws.py ``near``).
+reference the study runs a stopped point's other replications too (draw_intervals.py ``near``).
 
 A comparison that enters an answer with a model-error band (crossover's gains, best-k's
 selection: their 90% intervals from inputs and model join the gains' term at the load's

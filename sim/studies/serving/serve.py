@@ -28,8 +28,8 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving.draws import serve_intervals
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.serve_intervals import serve_intervals
 from sim.uncertainty.perturb import DRAWS, input_draws
 
 
@@ -38,7 +38,7 @@ class Served:
     """What ``serve`` answers: the setup it ran, the records of every policy and their
     summary with paired speedups over plain decoding (None when the load was above what
     a policy answers: ``check`` names the bounds), and the 90% intervals from inputs and
-    model (sim/studies/serving/draws.py ``serve_intervals``; None without draws)."""
+    model (sim/studies/serving/serve_intervals.py ``serve_intervals``; None without draws)."""
 
     setup: ServingSetup
     run: ServingRun | None

@@ -54,7 +54,7 @@ from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAW_REPLICATIONS, probe_draws, ratio_interval
+from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS, probe_draws, ratio_interval
 from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,

@@ -8,11 +8,11 @@ replications on the seeds of the nominal run's first replications (common random
 the same users, lengths and acceptance uniforms), every chain and tree at once as the
 nominal does (not plain decoding, which no ratio uses).
 A draw's ratio at a load is the nominal ratio moved by the paired shift
-(``draws.shifted``): mean over those replications of (draw - nominal).
+(``draw_intervals.shifted``): mean over those replications of (draw - nominal).
 
 * A ratio's interval: the draws' 5%-95% quantiles and normal prediction interval joined
-  with the nominal ratio's Monte Carlo 95% interval (``draws.ratio_interval``); the sign is ``wins``
-  (the interval above 1), ``loses`` (below 1) or ``undecided`` (it holds 1).
+  with the nominal ratio's Monte Carlo 95% interval (``draw_intervals.ratio_interval``); the
+  sign is ``wins`` (the interval above 1), ``loses`` (below 1) or ``undecided`` (it holds 1).
 * A crossing's interval: each draw's crossing found on its shifted ratios over the grid as
   the nominal's is (``tree_load._crossing``: log-linear between the last win and the
   first loss), a draw that never wins counted below the first load and one that always
@@ -38,7 +38,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.schema import Scenario
-from sim.studies.serving.draws import one_replication_enough, probe_draws, shifted
+from sim.studies.serving.draw_intervals import one_replication_enough, probe_draws, shifted
 from sim.uncertainty.perturb import Overrides
 
 __all__ = [

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from sim.simulation.serving import FixedK, simulate_serving, work_out
-from sim.simulation.serving.server import Prefilling, Server
+from sim.simulation.serving.prefills import Prefilling, prefill_chunks
 from sim.simulation.serving.workload import Trace
 from tests.simulation.serving.helpers import plan
 
@@ -31,9 +29,8 @@ def test_a_token_budget_takes_prompt_chunks_first_come_first_served() -> None:
     """Prompts of 4 and 5 tokens still to prefill and a budget of 5: the first whole (4),
     then 1 token of the second; the load is 5 tokens, 5 KV tokens and 4 x 5 / 2 + 1 = 11
     causal attention pairs (10 within the first chunk, 1 for the second's)."""
-    server = SimpleNamespace(prefilling=[Prefilling(None, 0, 4), Prefilling(None, 0, 5)])
-    chunks, load = Server.prefill_chunks(server, 5)
+    chunks, load = prefill_chunks([Prefilling(None, 0, 4), Prefilling(None, 0, 5)], 5)
     assert [c for _, c in chunks] == [4, 1]
     assert (load.tokens, load.kv_tokens, load.pairs) == (5, 5.0, 11.0)
-    none_left = SimpleNamespace(prefilling=[Prefilling(None, 0, 4), Prefilling(None, 0, 5)])
-    assert [c for _, c in Server.prefill_chunks(none_left, 4)[0]] == [4]
+    none_left = [Prefilling(None, 0, 4), Prefilling(None, 0, 5)]
+    assert [c for _, c in prefill_chunks(none_left, 4)[0]] == [4]

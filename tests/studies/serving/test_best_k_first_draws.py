@@ -21,7 +21,8 @@ from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.serving.best_k import best_k
 from sim.studies.serving.best_k_selection import LoadChoice, draw_stages, input_ties, inside_band
-from sim.studies.serving.draws import DrawnPoints, interval90
+from sim.studies.serving.draw_intervals import interval90
+from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
 from sim.uncertainty.model_error import ModelErrorTerm, TermOrigin

@@ -429,7 +429,7 @@ def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
     1.0) reads 1.0 whatever the nominal's first replications (the full shift read 0.89
     there); between, beta = s_drawn / s_nominal, its value between the two."""
     from sim.studies.serving.capacity_ladder import capped_shift
-    from sim.studies.serving.draws import shifted
+    from sim.studies.serving.draw_intervals import shifted
 
     nominal = np.array([0.72, 0.64, 0.5, 0.45, 0.55, 0.6, 0.5, 0.58, 0.52, 0.64])
     saturated = np.array([1.0, 1.0])

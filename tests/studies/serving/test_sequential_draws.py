@@ -21,10 +21,9 @@ from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.serving.best_k import best_k
 from sim.studies.serving.crossover import crossover, load_grid
-from sim.studies.serving.draws import (
+from sim.studies.serving.draw_intervals import (
     DRAW_NOISE_SHARE,
     NOISE_CONFIDENCE,
-    DrawnPoints,
     band_joined,
     interval90,
     measured_move,
@@ -32,6 +31,7 @@ from sim.studies.serving.draws import (
     paired_gain,
     probe_draws,
 )
+from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans, gain_band
 from sim.studies.serving.paired_metrics import Load, gain
 from sim.studies.serving.sequential import GainsAgainst

@@ -152,7 +152,7 @@ def test_a_load_keeps_one_replication_where_every_ratio_passes_the_one_rule():
     """tree-load's draws take the rule of every study's sequential draws
     (``one_replication_enough``), for every ratio at a load: the a priori bound, or the
     move measured on the probe draws where it is given."""
-    from sim.studies.serving.draws import DRAW_NOISE_SHARE, interval90
+    from sim.studies.serving.draw_intervals import DRAW_NOISE_SHARE, interval90
     from sim.studies.serving.tree_load_draws import every_ratio_enough
 
     spread = np.array([0.8, 0.9, 1.0, 1.1, 1.2])

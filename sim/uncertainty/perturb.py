@@ -94,35 +94,6 @@ def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
     return SERVING_STEP_SKEW, low, high, why
 
 
-def _expert_overlap_range(scenario: Scenario) -> DefaultRange | None:
-    if not scenario.model.experts:
-        return None  # a dense target routes no experts
-    from sim.hardware.experts import STEP_EXPERT_OVERLAP, STEP_EXPERT_OVERLAP_RANGE  # lazy
-
-    low, high = STEP_EXPERT_OVERLAP_RANGE
-    why = (
-        "the default share of a token's routed experts the previous token of its request also "
-        f"chose (one public measurement, 0.38): {low:g} (no locality beyond chance) to "
-        f"{high:g} (the same source's 2.5x unique experts for a 4-token verify), "
-        "sim/hardware/experts.py; a batch-1 calibration cannot identify it"
-    )
-    return STEP_EXPERT_OVERLAP, low, high, why
-
-
-def _pair_flop_range(scenario: Scenario) -> DefaultRange | None:
-    if not scenario.model.experts:
-        return None  # a dense target routes no experts
-    from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, PAIR_FLOP_EFFICIENCY_RANGE  # lazy
-
-    low, high = PAIR_FLOP_EFFICIENCY_RANGE
-    why = (
-        "the default share of the GPU's dense peak at which the fused-MoE kernel multiplies "
-        f"its token-expert pairs: public H100 kernel curves give {low:g}-{high:g} by expert "
-        "shape and config (sim/hardware/experts.py); a batch-1 calibration cannot identify it"
-    )
-    return PAIR_FLOP_EFFICIENCY, low, high, why
-
-
 def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
     from sim.binding.serving import target_vocab  # lazy: serving only
     from sim.model.logit_rows import BYTES_PER_LOGIT_RANGE, DEFAULT_BYTES_PER_LOGIT  # lazy
@@ -192,8 +163,6 @@ SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], DefaultRange | None]] = {
     "serving.host_us_per_request": _host_work_range,
     "serving.kernel_slope": _kernel_slope_range,
     "serving.expert_skew": _expert_skew_range,
-    "serving.expert_overlap": _expert_overlap_range,
-    "serving.pair_flop_efficiency": _pair_flop_range,
     "serving.kv_reserve_gib": _kv_reserve_range,
     "serving.bytes_per_logit": _logit_bytes_range,
     "serving.state_bandwidth_fraction": _state_bandwidth_range,

@@ -102,16 +102,17 @@ class ServingSpec(Section):
     from one public serving trace; 0: uniform routing); ``expert_overlap``, the share of a
     token's routed experts the previous token of the same request also chose, which sets
     how many experts a request's several verify or extend tokens add (None:
-    ``STEP_EXPERT_OVERLAP`` = 0.38, one public measurement, assumed, 0-0.5 drawn with
-    every serving answer); ``pair_flop_efficiency``, the share of the GPU's dense peak at
-    which the fused-MoE kernel multiplies its token-expert pairs (None:
-    ``PAIR_FLOP_EFFICIENCY`` = 0.42, assumed, 0.22-0.80 from public kernel curves, drawn
-    with every serving answer; docs/studies/moe-routing-ranges.md). ``specsim calibrate
-    --load-sweep`` fits ``kernel_slope`` and ``expert_skew`` (not the overlap or the pair
-    efficiency) with ``host_us_per_request`` from measured concurrency sweeps, and records
-    what it fitted: ``calibrated_on``, the figures (``CalibrationFigure``), and
-    ``calibrated_terms``, the terms they identified; the serving answers' intervals re-fit
-    those terms to those figures in every draw (docs/load-calibration.md).
+    ``STEP_EXPERT_OVERLAP`` = 0.38, one public measurement, assumed; plausible 0-0.5);
+    ``pair_flop_efficiency``, the share of the GPU's dense peak at which the fused-MoE
+    kernel multiplies its token-expert pairs (None: ``PAIR_FLOP_EFFICIENCY`` = 0.42,
+    assumed; 0.22-0.80 from public kernel curves). Neither is drawn by default: a value
+    with an ``[uncertainty]`` range draws it (docs/studies/moe-routing-ranges.md).
+    ``specsim calibrate --load-sweep`` fits ``kernel_slope`` and ``expert_skew`` (not the
+    overlap or the pair efficiency) with ``host_us_per_request`` from measured concurrency
+    sweeps, and records what it fitted: ``calibrated_on``, the figures
+    (``CalibrationFigure``), and ``calibrated_terms``, the terms they identified; the
+    serving answers' intervals re-fit those terms to those figures in every draw
+    (docs/load-calibration.md).
 
     Logit rows (sim/model/logit_rows.py): ``bytes_per_logit``, the bytes a rank moves per
     vocabulary entry of every row of target logits after the LM head (the gathered row cast

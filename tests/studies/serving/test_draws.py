@@ -84,16 +84,14 @@ def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
 def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     sc = load_scenario(SERVING)
     raw = sc.model_dump(exclude_none=True)
-    # given: no default range (the kernel slope's, the expert skew's and overlap's, the
-    # pair efficiency's, the KV reserve's and the logit rows' defaults, given)
+    # given: no default range (the kernel slope's, the expert skew's, the KV reserve's and
+    # the logit rows' defaults, given)
     raw["serving"].update(
         host_us_per_request=20.0,
         kernel_slope=1.0,
         expert_skew=0.65,
         kv_reserve_gib=0.9,
         bytes_per_logit=12.0,
-        expert_overlap=0.38,
-        pair_flop_efficiency=0.42,
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
     raw["uncertainty"] = {}
@@ -238,8 +236,6 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
         expert_skew=0.65,
         kv_reserve_gib=0.9,
         bytes_per_logit=12.0,
-        expert_overlap=0.38,
-        pair_flop_efficiency=0.42,
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}

@@ -156,8 +156,10 @@ def serving_cost(
     ``DEFAULT_SLOPE``. Routed experts cost as the fused-MoE kernel fitted on public
     benchmarks does (``H100_FUSED_MOE``, per distinct expert, its reads at
     ``hardware.expert_read_efficiency`` of peak when set; consecutive tokens of a
-    request share ``STEP_EXPERT_OVERLAP`` of their experts, and experts are popular by a
-    Zipf law, ``serving.expert_skew``), and every pass grows beyond its last measured point
+    request share ``serving.expert_overlap`` of their experts (None:
+    ``STEP_EXPERT_OVERLAP``), experts are popular by a Zipf law, ``serving.expert_skew``,
+    and the token-expert pairs' FLOPs run at ``serving.pair_flop_efficiency`` of peak
+    (None: ``PAIR_FLOP_EFFICIENCY``)), and every pass grows beyond its last measured point
     at most at the kernel slope (sim/hardware/batched.py). A prefill without a measured
     point takes the calibration curve of the decode pass (the drafter's, of the draft
     extend): the same weights on the same GPU, an assumption a measured prefill point
@@ -204,6 +206,11 @@ def serving_cost(
     geom = hw.geom
     expert_eff = scenario.hardware.expert_read_efficiency
     moe_kernel = H100_FUSED_MOE if expert_eff is None else expert_kernel(expert_eff)
+    overlap = scenario.serving.expert_overlap if scenario.serving is not None else None
+    overlap = STEP_EXPERT_OVERLAP if overlap is None else overlap
+    pair_eff = scenario.serving.pair_flop_efficiency if scenario.serving is not None else None
+    if pair_eff is not None:
+        moe_kernel = replace(moe_kernel, pair_flop_efficiency=pair_eff)
     terms = PassTerms() if terms is None else terms
     draft_share = geom.draft_layers / geom.layers
     anchors, extra = measured_passes(bound, reference_context_tokens)
@@ -265,7 +272,7 @@ def serving_cost(
             kv_rereads=(
                 serving.verify_kv_rereads if serving is not None and name == "verify" else 0.0
             ),
-            expert_overlap=STEP_EXPERT_OVERLAP,
+            expert_overlap=overlap,
             expert_skew=skew,
             graph_max_tokens=max_tokens,
             graph_max_rows=rows_limit[name],

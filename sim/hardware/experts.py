@@ -44,6 +44,7 @@ __all__ = [
     "SERVING_STEP_SKEW",
     "SKEW_RANGE",
     "STEP_EXPERT_OVERLAP",
+    "STEP_EXPERT_OVERLAP_RANGE",
     "TILE_FLOOR_ROWS",
     "TRACE_SKEW",
     "FusedMoeKernel",
@@ -145,8 +146,18 @@ SERVING_STEP_SKEW = 0.5 * (SKEW_RANGE[0] + SKEW_RANGE[1])
 #: speculative-decoding, Apr 2026; the stored copy of the post is cut before its figures,
 #: the numbers were read from a summary of it, headsupai.io "Cohere proves mixture of
 #: experts models amplify speculative decoding gains"). The same post reports that
-#: verifying 4 tokens loads ~2.5x the unique expert weights of one, not 4x.
+#: verifying 4 tokens loads ~2.5x the unique expert weights of one, not 4x. The default of
+#: ``serving.expert_overlap``.
 STEP_EXPERT_OVERLAP = 0.38
+#: Its plausible range (docs/studies/moe-routing-ranges.md), drawn where a scenario states
+#: ``serving.expert_overlap`` with it as an ``[uncertainty]`` range; not drawn by default
+#: (drawn, it widened the scored gain intervals past its pre-registered rule). High end
+#: 0.5: the same post's 2.5x for a 4-token verify read through ``sequence_union_tokens``
+#: (1 + 3 (1 - o) = 2.5). Low end 0: no locality beyond chance, the union of independent
+#: tokens; how consistently consecutive tokens route varies widely between models, least
+#: with shared experts (Liang et al., arXiv 2505.16056, 20 MoE LLMs). One direct
+#: measurement: a wide range on purpose.
+STEP_EXPERT_OVERLAP_RANGE: tuple[float, float] = (0.0, 0.5)
 
 
 def sequence_union_tokens(
@@ -179,7 +190,9 @@ def sequence_union_tokens(
 #: experts, 4.7M, main's default config). Dense GEMMs of a few thousand rows reach 0.75
 #: (``sim/hardware/batched.py`` SLOPE_RANGE); many small per-expert GEMMs reach less. The
 #: range is that evidence; the default its geometric middle, as ``DEFAULT_SLOPE`` is the
-#: middle of its own (the shape and the kernel's config move it across the range).
+#: middle of its own (the shape and the kernel's config move it across the range). The
+#: default of ``serving.pair_flop_efficiency``; the range is drawn where a scenario states
+#: it as an ``[uncertainty]`` range, not by default (docs/studies/moe-routing-ranges.md).
 PAIR_FLOP_EFFICIENCY_RANGE: tuple[float, float] = (0.22, 0.80)
 PAIR_FLOP_EFFICIENCY = 0.42
 

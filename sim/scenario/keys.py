@@ -25,6 +25,8 @@ UNITS: tuple[tuple[str, str], ...] = (
     ("conv_state_positions", "positions (kernel - 1)"),
     ("bytes_per_logit", "bytes per vocabulary entry"),
     ("bandwidth_fraction", "fraction of the GPU's peak bandwidth"),
+    ("expert_overlap", "share of a token's routed experts"),
+    ("pair_flop_efficiency", "fraction of the GPU's dense peak"),
     ("_flops_per_pair", "FLOPs per query-key pair"),
     ("rate_per_s", "requests/s"),
     ("_ms", "ms"),

@@ -23,9 +23,12 @@ from sim.binding.serving import serving_cost
 from sim.calibration.init_scenario import InitRequest, init_scenario
 from sim.hardware.batched import SLOPE_RANGE
 from sim.hardware.experts import (
+    PAIR_FLOP_EFFICIENCY,
+    PAIR_FLOP_EFFICIENCY_RANGE,
     SERVING_STEP_SKEW,
     SKEW_RANGE,
     STEP_EXPERT_OVERLAP,
+    STEP_EXPERT_OVERLAP_RANGE,
     sequence_union_tokens,
     skewed_distinct_experts,
 )
@@ -97,9 +100,44 @@ def test_the_gain_rises_to_64_users_then_falls() -> None:
         {"serving.expert_skew": SKEW_RANGE[1]},
         {"serving.kernel_slope": SLOPE_RANGE[0]},
         {"serving.kernel_slope": SLOPE_RANGE[1]},
+        {"serving.expert_overlap": STEP_EXPERT_OVERLAP_RANGE[0]},
+        {"serving.expert_overlap": STEP_EXPERT_OVERLAP_RANGE[1]},
+        {"serving.pair_flop_efficiency": PAIR_FLOP_EFFICIENCY_RANGE[0]},
+        {"serving.pair_flop_efficiency": PAIR_FLOP_EFFICIENCY_RANGE[1]},
     ],
-    ids=["uniform-routing", "trace-skew", "lowest-slope", "highest-slope"],
+    ids=[
+        "uniform-routing",
+        "trace-skew",
+        "lowest-slope",
+        "highest-slope",
+        "no-overlap",
+        "highest-overlap",
+        "lowest-pair-efficiency",
+        "highest-pair-efficiency",
+    ],
 )
 def test_the_growth_holds_at_each_end_of_the_drawn_ranges(overrides: dict[str, float]) -> None:
     g8, g64 = _gains(with_overrides(_scenario(), overrides), (8, 64))
     assert g64 > g8
+
+
+def test_the_overlap_and_pair_efficiency_keys_price_the_union_and_its_pairs() -> None:
+    """Stating the defaults leaves the gains as they are (the keys' None is the
+    constants); each end of their ranges moves the 64-user gain (the study's pure
+    functions: 2.20 nominal, 2.28 at no overlap, 2.11-2.25 over the pair efficiency)."""
+    base = _scenario()
+    nominal = _gains(base, (8, 64))
+    stated = {
+        "serving.expert_overlap": STEP_EXPERT_OVERLAP,
+        "serving.pair_flop_efficiency": PAIR_FLOP_EFFICIENCY,
+    }
+    assert _gains(with_overrides(base, stated), (8, 64)) == nominal
+
+    def g64(field: str, value: float) -> float:
+        return _gains(with_overrides(base, {field: value}), (64,))[0]
+
+    assert nominal[1] == pytest.approx(2.20, abs=0.01)
+    assert g64("serving.expert_overlap", 0.0) == pytest.approx(2.28, abs=0.01)
+    low, high = PAIR_FLOP_EFFICIENCY_RANGE
+    assert g64("serving.pair_flop_efficiency", low) == pytest.approx(2.11, abs=0.01)
+    assert g64("serving.pair_flop_efficiency", high) == pytest.approx(2.25, abs=0.01)

@@ -99,11 +99,20 @@ class ServingSpec(Section):
     peak on the growth; None: ``DEFAULT_SLOPE`` = 1, assumed, 0.1-1.35 from public kernel
     profiles, ``SLOPE_RANGE``). Expert routing (sim/hardware/experts.py): ``expert_skew``,
     the Zipf exponent of expert popularity within a step (None: ``SERVING_STEP_SKEW``,
-    from one public serving trace; 0: uniform routing). ``specsim calibrate --load-sweep``
-    fits them with ``host_us_per_request`` from measured concurrency sweeps, and records
-    what it fitted: ``calibrated_on``, the figures (``CalibrationFigure``), and
-    ``calibrated_terms``, the terms they identified; the serving answers' intervals re-fit
-    those terms to those figures in every draw (docs/load-calibration.md).
+    from one public serving trace; 0: uniform routing); ``expert_overlap``, the share of a
+    token's routed experts the previous token of the same request also chose, which sets
+    how many experts a request's several verify or extend tokens add (None:
+    ``STEP_EXPERT_OVERLAP`` = 0.38, one public measurement, assumed; plausible 0-0.5);
+    ``pair_flop_efficiency``, the share of the GPU's dense peak at which the fused-MoE
+    kernel multiplies its token-expert pairs (None: ``PAIR_FLOP_EFFICIENCY`` = 0.42,
+    assumed; 0.22-0.80 from public kernel curves). Neither is drawn by default: a value
+    with an ``[uncertainty]`` range draws it (docs/studies/moe-routing-ranges.md).
+    ``specsim calibrate --load-sweep`` fits ``kernel_slope`` and ``expert_skew`` (not the
+    overlap or the pair efficiency) with ``host_us_per_request`` from measured concurrency
+    sweeps, and records what it fitted: ``calibrated_on``, the figures
+    (``CalibrationFigure``), and ``calibrated_terms``, the terms they identified; the
+    serving answers' intervals re-fit those terms to those figures in every draw
+    (docs/load-calibration.md).
 
     Logit rows (sim/model/logit_rows.py): ``bytes_per_logit``, the bytes a rank moves per
     vocabulary entry of every row of target logits after the LM head (the gathered row cast
@@ -193,6 +202,8 @@ class ServingSpec(Section):
     host_spec_factor: Annotated[float, Field(ge=0.0, le=100.0)] = 1.0
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
+    expert_overlap: Annotated[float, Field(ge=0.0, lt=1.0)] | None = None
+    pair_flop_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     bytes_per_logit: Annotated[float, Field(ge=0.0, le=1000.0)] | None = None
     state_bandwidth_fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     moe_tiles: Literal["none", "sglang-default"] = "none"

@@ -25,7 +25,7 @@ from sim.hardware.experts import (
 from sim.scenario.load import load_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
-from sim.studies.serving.draws import serve_intervals
+from sim.studies.serving.serve_intervals import serve_intervals
 from sim.uncertainty.perturb import describe_inputs, input_draws, serving_inputs
 from tests.conftest import ROOT
 

@@ -414,6 +414,43 @@ def recurrent_state_note(state: RecurrentState) -> str:
     )
 
 
+def expert_routing_note(scenario: Scenario) -> str | None:
+    """One line for a serving report of a MoE (None: a dense target): the two routing inputs
+    of its batched expert reads that no calibration identifies and that are held at their
+    value unless the scenario draws them (docs/studies/moe-routing-ranges.md): the overlap
+    of a request's consecutive tokens' experts and the fused-MoE kernel's pair FLOP
+    efficiency, each with where it comes from and its plausible range."""
+    if not scenario.model.experts:
+        return None
+    # lazy: serving only
+    from sim.hardware.experts import (
+        PAIR_FLOP_EFFICIENCY,
+        PAIR_FLOP_EFFICIENCY_RANGE,
+        STEP_EXPERT_OVERLAP,
+        STEP_EXPERT_OVERLAP_RANGE,
+    )
+
+    serving = scenario.serving
+    drawn = scenario.uncertainty.entries()
+    parts = []
+    for key, default, (low, high) in (
+        ("expert_overlap", STEP_EXPERT_OVERLAP, STEP_EXPERT_OVERLAP_RANGE),
+        ("pair_flop_efficiency", PAIR_FLOP_EFFICIENCY, PAIR_FLOP_EFFICIENCY_RANGE),
+    ):
+        given = getattr(serving, key) if serving is not None else None
+        said = "assumed, the default" if given is None else "given in the scenario"
+        entry = drawn.get(f"serving.{key}")
+        held = "drawn" if entry is not None and entry.range is not None else "held"
+        value = default if given is None else given
+        parts.append(f"serving.{key} {value:g} ({said}; plausible {low:g}-{high:g}, {held})")
+    return (
+        "expert routing: "
+        + ", ".join(parts)
+        + "; a held one is not in the 90% interval (docs/studies/moe-routing-ranges.md: at "
+        "their ends a 64-user gain moved by about 4%)"
+    )
+
+
 def logit_rows_note(rows: LogitRows) -> str:
     """One line for a serving report: what a row of target logits costs (``rows``, as
     ``logit_rows`` priced it: its vocabulary, bytes a logit and whether those are the
@@ -550,6 +587,9 @@ def serving_model(
     )
     logit_note = logit_rows_note(cost.logits)
     notes.extend((capacity.note, host_work_note(scenario), logit_note))
+    routing = expert_routing_note(scenario)
+    if routing is not None:
+        notes.append(routing)
     if cost.state.shape:
         notes.append(recurrent_state_note(cost.state))
     acceptance = bound.resolved.at(max_k)

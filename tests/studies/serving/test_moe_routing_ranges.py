@@ -101,6 +101,26 @@ def test_the_keys_are_drawn_where_a_scenario_gives_their_range() -> None:
     assert rows[OVERLAP]["range"] == [0.0, 0.5] and rows[PAIRS]["range"] == [0.22, 0.8]
 
 
+def test_a_serving_answer_names_the_routing_inputs_it_holds() -> None:
+    """A MoE's serving answer lists the overlap and the pair efficiency among its
+    assumptions, each held (not in the interval) unless the scenario draws it; a dense
+    target routes no experts and has no such line."""
+    from sim.binding.serving import expert_routing_note
+
+    note = expert_routing_note(load_scenario(SERVING))
+    assert note is not None
+    assert "serving.expert_overlap 0.38 (assumed, the default; plausible 0-0.5, held)" in note
+    assert "serving.pair_flop_efficiency 0.42 (assumed, the default; plausible 0.22-0.8, held)" in (
+        note
+    )
+    opted = expert_routing_note(_opted_in(load_scenario(SERVING), OVERLAP))
+    assert opted is not None and "(given in the scenario; plausible 0-0.5, drawn)" in opted
+    assert expert_routing_note(load_scenario(DENSE)) is None
+    result = CliRunner().invoke(main, ["serve", str(SERVING), "--requests", "8", "--verbose"])
+    assert result.exit_code == 0, result.output
+    assert "expert routing: serving.expert_overlap 0.38" in result.output
+
+
 def _qwen3_30b(drawn: str | None = None) -> Scenario:
     """Qwen3-30B-A3B (128 experts, 8 a token) on 2x H100 under vLLM with an EAGLE-3 chain
     of 3, as ``specsim init`` derives it (docs/studies/moe-gain-under-load.md), at 64 users

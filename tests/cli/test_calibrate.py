@@ -217,3 +217,16 @@ def test_unwritable_out_is_one_line_naming_the_file(tmp_path: Path) -> None:
     code, stdout, stderr = _run("--baseline-tok-s", "80", "--out", str(out))
     assert code == 2 and stderr.startswith(f"specsim: error: {out}: cannot write")
     assert stdout == "" and not out.exists()
+
+
+def test_a_value_given_by_set_is_labelled_so_in_the_written_scenario(tmp_path: Path) -> None:
+    """A value the command line's --set gave, and no fit changed, is commented with that
+    --set in the written file, not as the base scenario's."""
+    out = tmp_path / "set.toml"
+    code, _, stderr = _run(
+        "--set", "workload.output_tokens=1024", "--baseline-tok-s", "82.5", "--out", str(out)
+    )
+    assert code == 0, stderr
+    lines = out.read_text().splitlines()
+    at = lines.index("output_tokens = 1024")
+    assert lines[at - 1] == "# --set workload.output_tokens=1024"

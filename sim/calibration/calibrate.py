@@ -64,15 +64,43 @@ from sim.scenario.overrides import apply_overrides, with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 
+#: The scenario field behind each entry of ``HardwarePoint.key()``, in its order, and its
+#: name under ``timing.measured_on``.
+_POINT_FIELDS = (
+    ("hardware.interconnect", "interconnect"),
+    ("hardware.gpus", "gpus"),
+    ("hardware.gpu", "gpu"),
+    ("timing.verify_cuda_graph", "verify_cuda_graph"),
+    ("hardware.allreduce", "allreduce"),
+)
+
+
+def _toml_value(value: object) -> str:
+    """``value`` as ``--set`` takes it (TOML booleans; "none" for a field left out)."""
+    return str(value).lower() if isinstance(value, bool) or value is None else str(value)
+
 
 def _check_not_what_if(base: Scenario) -> None:
-    if hardware_point(base).key() != reference_point(base).key():
-        raise SpecsimError(
-            "the base scenario asks about other hardware than its timings were measured on "
-            "([hardware] or timing.verify_cuda_graph differ from timing.measured_on): "
-            "calibrate the scenario of the server the figures come from",
-            source="calibrate",
-        )
+    """Refuse a base that asks about other hardware than its timings hold on, naming each
+    field that differs and the ``--set`` that says the figures were measured so."""
+    asked, measured = hardware_point(base).key(), reference_point(base).key()
+    if asked == measured:
+        return
+    differ = [
+        (field, ref, _toml_value(now), _toml_value(then))
+        for (field, ref), now, then in zip(_POINT_FIELDS, asked, measured, strict=True)
+        if now != then
+    ]
+    said = "; ".join(f"{f} {now}, timing.measured_on.{r} {then}" for f, r, now, then in differ)
+    sets = " ".join(
+        f"--set timing.measured_on.{r}={now}" for _, r, now, _ in differ if now != "none"
+    )
+    so = f", or, if they were measured so, add {sets}" if sets else ""
+    raise SpecsimError(
+        f"the base scenario asks about other hardware than its timings were measured on "
+        f"({said}): calibrate the scenario of the server the figures come from{so}",
+        source="calibrate",
+    )
 
 
 def _calibrated_scenario(

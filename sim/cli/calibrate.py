@@ -270,7 +270,7 @@ def calibrate_command(
             click.echo(format_imported(run.as_dict(), verbose))
         return
     if out:
-        atomic_write_text(out, calibrated_toml(run.calibration, base_path or ""))
+        atomic_write_text(out, calibrated_toml(run.calibration, base_path or "", sets=sets))
     if as_json:
         echo_document("calibrate", {**run.as_dict(), "out": out})
         return

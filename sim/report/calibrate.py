@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -155,10 +155,13 @@ def calibrated_toml(
     base_comments: Mapping[str, str] | None = None,
     *,
     writer: str = "specsim calibrate",
+    sets: Sequence[str] = (),
 ) -> str:
     """The calibrated scenario file, with a header and a comment on every value: each
-    fitted one's, the base's ``comments`` (dotted key -> text) when given, and where the
-    others come from (``_origin_comments``). ``writer``: the command the header names."""
+    fitted one's, the base's ``comments`` (dotted key -> text) when given, the command
+    line's ``sets`` (``KEY=VALUE``) on the values they gave that nothing else explains, and
+    where the others come from (``_origin_comments``). ``writer``: the command the header
+    names."""
     sources = "; ".join(cal.sources) or "no figures"
     header = (
         f"Written by `{writer}` from {base_source}: {cal.scenario.description}\n"
@@ -193,6 +196,9 @@ def calibrated_toml(
         )
     for key, text in (base_comments or {}).items():
         comments[key] = f"{text}\n{comments[key]}" if key in comments else text
+    for given in sets:
+        key = given.partition("=")[0].strip()
+        comments.setdefault(key, f"--set {given.strip()}")
     comments.update(_origin_comments(cal.scenario, comments))
     return dumps_scenario(cal.scenario, header=header, comments=comments)
 

@@ -178,6 +178,25 @@ def test_what_if_base_is_refused() -> None:
     assert code == 2 and "asks about other hardware than its timings were measured on" in stderr
 
 
+def test_what_if_refusal_names_each_field_and_the_set_that_says_measured_so(
+    tmp_path: Path,
+) -> None:
+    """A graphed verify asked of the seed (measured ungraphed) is refused in one line naming
+    the field, both values and the ``--set`` for figures measured so; that ``--set`` works."""
+    figures = ["--baseline-tok-s", "82.5", "--point", "2:2.0:60"]
+    code, _, stderr = _run("--set", "timing.verify_cuda_graph=true", *figures)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert "(timing.verify_cuda_graph true, timing.measured_on.verify_cuda_graph false)" in stderr
+    hint = "add --set timing.measured_on.verify_cuda_graph=true"
+    assert stderr.rstrip().endswith(hint)
+    out = tmp_path / "graphed.toml"
+    code, _, stderr = _run(
+        "--set", "timing.verify_cuda_graph=true", *hint.split()[1:], *figures, "--out", str(out)
+    )
+    assert code == 0, stderr
+    assert out.exists()
+
+
 def test_heterogeneous_base_gets_effective_rates(tmp_path: Path) -> None:
     out = tmp_path / "mix.toml"
     result = CliRunner().invoke(
@@ -198,3 +217,16 @@ def test_unwritable_out_is_one_line_naming_the_file(tmp_path: Path) -> None:
     code, stdout, stderr = _run("--baseline-tok-s", "80", "--out", str(out))
     assert code == 2 and stderr.startswith(f"specsim: error: {out}: cannot write")
     assert stdout == "" and not out.exists()
+
+
+def test_a_value_given_by_set_is_labelled_so_in_the_written_scenario(tmp_path: Path) -> None:
+    """A value the command line's --set gave, and no fit changed, is commented with that
+    --set in the written file, not as the base scenario's."""
+    out = tmp_path / "set.toml"
+    code, _, stderr = _run(
+        "--set", "workload.output_tokens=1024", "--baseline-tok-s", "82.5", "--out", str(out)
+    )
+    assert code == 0, stderr
+    lines = out.read_text().splitlines()
+    at = lines.index("output_tokens = 1024")
+    assert lines[at - 1] == "# --set workload.output_tokens=1024"

@@ -27,6 +27,10 @@ __all__ = ["check_numbers", "numeric_fields", "numeric_paths"]
 
 _FILE = Path(__file__).with_name("numeric_fields.json")
 
+#: Numeric fields that hold null when the scenario does not set them (an SLO left out):
+#: a null there is checked as absent, any other non-number still refused.
+NULLABLE = frozenset({"slo.ttft_ms", "slo.tpot_ms"})
+
 
 def _leaves(node: Any, path: str = "", shape: str = "") -> Iterator[tuple[str, str, Any]]:
     """(dotted path with indices, the same with indices collapsed to [], value) of leaves."""
@@ -64,11 +68,13 @@ def numeric_fields() -> dict[str, frozenset[str]]:
 
 def check_numbers(doc: Any, kind: str, source: str) -> None:
     """SpecsimError naming the first field of ``kind``'s numeric fields that holds
-    something else than a finite number."""
+    something else than a finite number (a null in a ``NULLABLE`` field is an SLO not set)."""
     fields = numeric_fields().get(kind)
     if not fields:
         return
     for path, shape, value in _leaves(doc):
+        if value is None and shape in NULLABLE:
+            continue
         if shape in fields and not (_is_number(value) and math.isfinite(value)):
             got = "null" if value is None else repr(value)[:60]
             raise SpecsimError(

@@ -69,13 +69,14 @@ def required_alpha_vs_target(
             ys = np.array([p[1] for p in pts])
             lo = np.array([p[2] if p[2] is not None else p[1] for p in pts])
             hi = np.array([p[3] if p[3] is not None else 1.0 for p in pts])
-            ax.errorbar(
+            # the interval drawn as it is: an exact root may sit just outside the interval
+            # its one Monte Carlo check gives (sim/studies/exact_search.py), which yerr refuses
+            ax.vlines(xs, lo, hi, color=color, linewidth=1.0)
+            ax.plot(
                 xs,
                 ys,
-                yerr=[ys - lo, hi - ys],
-                fmt="o",
+                "o",
                 color=color,
-                capsize=3,
                 markersize=4,
                 label=None if curve and curve["alpha"] else f"k = {k}",
             )

@@ -31,3 +31,28 @@ def test_a_numeric_field_holding_something_else_is_named(value, got):
 
 def test_kinds_without_a_list_are_not_checked_here():
     check_numbers({"cycle_ms": {"draft": "x"}}, "run", "doc.json")
+
+
+@pytest.mark.parametrize("kind", ["serve", "crossover", "best_k", "capacity"])
+def test_an_slo_not_set_is_null_and_plotted_but_text_there_is_refused(kind):
+    check_numbers({"slo": {"ttft_ms": None, "tpot_ms": None}}, kind, "doc.json")
+    with pytest.raises(SpecsimError, match="expected a number, got 'fast'") as info:
+        check_numbers({"slo": {"ttft_ms": "fast"}}, kind, "doc.json")
+    assert info.value.field == "slo.ttft_ms"
+
+
+def test_plot_draws_a_serve_document_of_a_scenario_without_an_slo(tmp_path):
+    from click.testing import CliRunner
+
+    from sim.cli import main
+    from tests.conftest import ROOT
+
+    scenario = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+    doc = tmp_path / "serve.json"
+    runner = CliRunner()
+    served = runner.invoke(main, ["serve", str(scenario), "--requests", "12", "--json"])
+    assert served.exit_code == 0, served.output
+    doc.write_text(served.output)
+    plotted = runner.invoke(main, ["plot", str(doc), "--out", str(tmp_path / "figs")])
+    assert plotted.exit_code == 0, plotted.output
+    assert (tmp_path / "figs" / "serve-latency.png").is_file()

@@ -211,3 +211,17 @@ def test_cli_run_plot_draws_the_distribution_of_exact_and_streamed_runs(
         assert "streamed" in result.output  # the run was streamed
     for name in ("distribution.png", "cycle-breakdown.png"):
         assert_good_png(tmp_path / "fig" / name)
+
+
+def test_a_root_outside_its_checks_interval_is_drawn_as_it_is(seed_path: Path) -> None:
+    """An exact root may sit just outside the 95% interval of its one Monte Carlo check
+    (a quantile target); the figure draws the interval and the point as they are."""
+    doc = search_acceptance(
+        load_scenario(seed_path), [150], range(6, 9), simulate=closed_form_stats
+    ).to_dict()
+    row = next(r for r in doc["targets"][0]["per_num_steps"] if r["reachable"])
+    row["alpha_ci95"] = [row["alpha"] - 0.002, row["alpha"] - 0.0001]  # as `search` gave it
+    fig = required_alpha_vs_target(doc)
+    spans = [seg for c in fig.axes[0].collections for seg in c.get_segments()]
+    assert any(seg[0][1] == row["alpha_ci95"][0] and seg[1][1] == row["alpha_ci95"][1]
+               for seg in spans)  # fmt: skip

@@ -54,7 +54,7 @@ from sim.calibration.profile_notes import measured_depth, rising_note, seam_note
 from sim.calibration.result import Calibration, FittedValue, Residual
 from sim.calibration.server_match import check_server, kept_from_base
 from sim.calibration.settings import DEFAULT_TIMING_FIT, TABLE_TIMING_FIT, TIMING_FIELDS
-from sim.calibration.timing_fit import timing_block
+from sim.calibration.timing_fit import timing_block, verify_given
 from sim.calibration.timing_residuals import point_residual
 from sim.calibration.tree_acceptance_fit import tree_acceptance_block
 from sim.calibration.uncertainty_entries import uncertainty_overrides
@@ -78,6 +78,23 @@ _POINT_FIELDS = (
 def _toml_value(value: object) -> str:
     """``value`` as ``--set`` takes it (TOML booleans; "none" for a field left out)."""
     return str(value).lower() if isinstance(value, bool) or value is None else str(value)
+
+
+def _check_table_fit(base: Scenario, fit_timing: Sequence[str]) -> None:
+    """Refuse to fit a verify field of a base whose verify pass comes from the hardware
+    model's table (``verify_compute = "decode"`` or ``verify_growth = "experts"``): the
+    table, not the field, prices the verify, so a fitted value would not be the one used."""
+    asked = [f for f in fit_timing if f in ("verify_ms", "verify_ms_per_extra_token")]
+    if not asked:
+        return
+    held = "its verify_ms is held as given" if verify_given(base) else "its verify is derived"
+    raise SpecsimError(
+        f"cannot fit {', '.join(asked)}: the base's verify pass grows by the hardware model "
+        f'(verify_compute = "decode" or verify_growth = "experts") and {held}; fit '
+        'cycle_overhead_ms for the intercept, or set verify_compute = "measured" and '
+        'verify_growth = "linear" to fit the verify',
+        source="--fit",
+    )
 
 
 def _check_not_what_if(base: Scenario) -> None:
@@ -162,6 +179,8 @@ def calibrate(
     table = base_passes.verify_table_ms is not None
     if fit_timing is None:
         fit_timing = TABLE_TIMING_FIT if table else DEFAULT_TIMING_FIT
+    elif table:
+        _check_table_fit(base, fit_timing)
     unknown = [f for f in fit_timing if f not in TIMING_FIELDS]
     if unknown:
         raise SpecsimError(

@@ -63,6 +63,7 @@ from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.calibration.result import Calibration
 from sim.calibration.server_match import check_init_server
+from sim.calibration.settings import TABLE_TIMING_FIT
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS, PassMemo
@@ -114,6 +115,18 @@ class InitRequest:
     #: A run replayed as the served job (``--replay``): its keys, written after the
     #: workload's.
     job: InitJob | None = None
+    #: The verify pass the owner measured (``--verify-ms``, batch 1, over the tokens the
+    #: engine verifies a cycle); None: derived from the weights or fitted to the figures.
+    verify_ms: float | None = None
+    #: Whether the engine runs the verify in a CUDA graph (``--verify-cuda-graph`` /
+    #: ``--no-verify-cuda-graph``); None: the engine's default.
+    verify_cuda_graph: bool | None = None
+    #: Kernels one decoder layer issues run eagerly (``--kernels-per-layer``); None: a named
+    #: default where specsim has one.
+    kernels_per_layer: int | None = None
+    #: The plain decode pass the figures give (1000 / the baseline tok/s) and its source:
+    #: what an ungraphed measured verify's GPU work is taken from (``verify_compute``).
+    decode_ms: tuple[float, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +368,88 @@ def _prefill_kernels(model: HfModel, raw: dict[str, Any], comments: dict[str, st
     _set_uncertainty(raw, comments, "model.kernels_per_layer", entry)
 
 
+#: SGLang's routed-MoE layer (DeepSeek-V3/Kimi) run eagerly on its fused kernels, counted
+#: from its source (sim/validation/hardware_data.py SGLANG_KIMI_LAYER_OPS): the low end of
+#: ``MOE_LAYER_KERNELS``, whose high end is the PyTorch-native and triton paths.
+SGLANG_MOE_REASON = (
+    "default: SGLang's routed-MoE layer run eagerly issues {low} kernels on its fused paths, "
+    "up to {high} on the PyTorch-native rotary, triton attention and compiled top-k ones "
+    "(counted from its source: sim/validation/hardware_data.py); count one layer of your "
+    "server (e.g. nsys) and give --kernels-per-layer"
+)
+
+
+def _verify_flags(
+    req: InitRequest, model: HfModel, raw: dict[str, Any], comments: dict[str, str]
+) -> None:
+    """What the owner measured about the verify: ``timing.verify_cuda_graph``,
+    ``timing.verify_ms`` and, for an ungraphed one, the kernels a layer issues eagerly
+    (its launch cost is priced per kernel) and, with a measured decode, the verify's GPU
+    work taken from the graphed decode's (``verify_compute = "decode"``: the ungraphed
+    verify_ms then fixes the per-kernel CPU cost, sim/hardware/pass_model.py)."""
+    if req.drafter is None:
+        for flag, given in (
+            ("--verify-ms", req.verify_ms),
+            ("--verify-cuda-graph", req.verify_cuda_graph),
+        ):
+            if given is not None:
+                raise SpecsimError(
+                    "plain decoding has no verify pass: give --drafter and --num-steps",
+                    source=flag,
+                )
+    if req.verify_cuda_graph is not None:
+        graphed = req.verify_cuda_graph
+        flag = "--verify-cuda-graph" if graphed else "--no-verify-cuda-graph"
+        why = "graphed" if graphed else "run without CUDA graphs (eagerly)"
+        _set(raw, comments, "timing.verify_cuda_graph", graphed, f"{flag}: the verify {why}")
+    if req.kernels_per_layer is not None:
+        _set(raw, comments, "model.kernels_per_layer", req.kernels_per_layer, "--kernels-per-layer")
+        raw.get("uncertainty", {}).get("model", {}).pop("kernels_per_layer", None)
+    if req.verify_ms is None:
+        return
+    _set(
+        raw,
+        comments,
+        "timing.verify_ms",
+        req.verify_ms,
+        f"--verify-ms: measured on this server (batch 1, num_steps {req.num_steps})",
+    )
+    if raw.get("timing", {}).get("verify_cuda_graph", False):
+        return
+    sglang_moe = model.is_moe and req.engine == "sglang"
+    # a count given wins; else SGLang's for its MoE layer; else a prefill's default (a range)
+    if req.kernels_per_layer is None and not sglang_moe and "kernels_per_layer" not in raw["model"]:
+        raise SpecsimError(
+            "an ungraphed verify's launch cost is priced per kernel: give the kernels one "
+            "layer of your engine issues eagerly (e.g. counted with nsys)",
+            source="--kernels-per-layer",
+        )
+    if req.kernels_per_layer is None and sglang_moe:
+        low, high = MOE_LAYER_KERNELS
+        reason = SGLANG_MOE_REASON.format(low=low, high=high)
+        _set(raw, comments, "model.kernels_per_layer", low, reason)
+        entry = {"range": [low, high], "origin": "derived", "reason": reason}
+        _set_uncertainty(raw, comments, "model.kernels_per_layer", entry)
+    if req.decode_ms is None:
+        raise SpecsimError(
+            "an ungraphed verify's GPU work is taken from the graphed decode's, its launches "
+            "from the rest: give the plain decoding figure measured with it (--baseline-tok-s, "
+            "--vllm-bench, --sglang-bench, ...)",
+            source="--verify-ms",
+        )
+    decode_ms, source = req.decode_ms
+    _set(raw, comments, "timing.decode_ms", round(decode_ms, 6), f"1000 / {source}")
+    _set(
+        raw,
+        comments,
+        "timing.verify_compute",
+        "decode",
+        "the ungraphed verify's GPU work is the graphed decode's plus its growth over the "
+        "extra tokens; the rest of --verify-ms is eager execution, whose per-kernel CPU "
+        "cost it fixes (sim/hardware/pass_model.py)",
+    )
+
+
 def init_scenario(req: InitRequest) -> InitScenario:
     """The scenario of the server ``req`` describes; SpecsimError (one line naming the
     flag or field) for anything it cannot derive."""
@@ -564,10 +659,16 @@ def init_scenario(req: InitRequest) -> InitScenario:
             _set(raw, comments, dotted, value, why)
     if raw.get("workload", {}).get("input_tokens", 0) > 0:
         _prefill_kernels(model, raw, comments)
+    _verify_flags(req, model, raw, comments)
     header = (
         f"Written by `specsim init` from {req.config}: every value says where it came from\n"
         "(a flag, a config.json field, or a named default of the engine or of specsim).\n"
-        "No pass time is measured here: the hardware model derives them from the weights\n"
+        + (
+            "The verify pass is the one measured (--verify-ms); the others"
+            if req.verify_ms is not None
+            else "No pass time is measured here: the hardware model"
+        )
+        + " derives them from the weights\n"
         "over the GPU's peak bandwidth until `specsim calibrate` fits them to your figures."
     )
     scenario = scenario_from_dict(raw, source="specsim init")
@@ -614,8 +715,15 @@ def init_and_calibrate(
         found = provisional_accept_length(data, req.num_steps or 0)
         if found is not None:
             req = replace(req, accept_length=found[0], accept_length_source=found[1])
+    if req.verify_ms is not None and data.baselines:
+        tok_s = sum(b.tok_s for b in data.baselines) / len(data.baselines)
+        sources = ", ".join(dict.fromkeys(b.source for b in data.baselines))
+        req = replace(req, decode_ms=(1000.0 / tok_s, f"the plain tok/s of {sources}"))
     init = init_scenario(req)
     memo = PassMemo()  # the hardware answers every fit of the command shares
+    if req.verify_ms is not None:  # the measured verify is held; the figures fix the rest
+        fit = TABLE_TIMING_FIT
+        return init, calibrate(init.scenario, data, fit_timing=fit, prefer=prefer, memo=memo)
     cal = calibrate(init.scenario, data, prefer=prefer, memo=memo)
     return init, _refit_verify(data, cal, prefer, memo)
 

@@ -31,6 +31,25 @@ TABLE_REASON = (
     "verify_growth = experts): fit cycle_overhead_ms for the intercept, or give a measured "
     "timing.verify_ms with verify_growth = linear in the base"
 )
+#: Why a verify pass the base gives is not fitted when its growth comes from a table.
+GIVEN_VERIFY_REASON = (
+    "the base's measured verify, held as given: its growth over tokens comes from the "
+    'hardware model (verify_compute = "decode" or verify_growth = "experts"), not fitted'
+)
+
+
+def verify_given(base: Scenario) -> bool:
+    """True when ``base``'s file or a ``--set`` gives ``timing.verify_ms`` (a measured pass)."""
+    return "timing.verify_ms" in base.origins.given or "timing.verify_ms" in base.origins.overrides
+
+
+def table_exclusions(base: Scenario) -> dict[str, str]:
+    """Why each verify field is not fitted when ``base``'s verify pass comes from a table:
+    a verify_ms the base gives is held as measured, the rest is the hardware model's."""
+    return {
+        "timing.verify_ms": GIVEN_VERIFY_REASON if verify_given(base) else TABLE_REASON,
+        "timing.verify_ms_per_extra_token": TABLE_REASON,
+    }
 
 
 def timing_block(
@@ -47,11 +66,7 @@ def timing_block(
     passes = base_hw.passes
     params = timing_params(passes)
     order = [n for n in order if n in {p.name for p in params}]
-    excluded: dict[str, str] = (
-        dict.fromkeys(("timing.verify_ms", "timing.verify_ms_per_extra_token"), TABLE_REASON)
-        if passes.verify_table_ms is not None
-        else {}
-    )
+    excluded = table_exclusions(base) if passes.verify_table_ms is not None else {}
     if not data.baselines and passes_from_decode(base_hw):
         excluded["timing.decode_ms"] = (
             "no plain-decoding figure: the passes derived from the decode would be fitted "

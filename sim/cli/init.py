@@ -24,6 +24,29 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
 MAX_OUTPUT_TOKENS = 1_000_000
 MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
 
+#: What the owner measured about the verify pass: its time, whether it is graphed, and the
+#: kernels a layer issues eagerly (which price an ungraphed pass's launches).
+VERIFY_MS_OPTION = click.option(
+    "--verify-ms",
+    type=FiniteFloatRange(min=0.001, max=1e6),
+    help="The verify pass measured on this server (ms, batch 1, at --num-steps): held as "
+    "given; calibrating figures then fits the rest [default: from the weights or figures].",
+)
+VERIFY_GRAPH_OPTION = click.option(
+    "--verify-cuda-graph/--no-verify-cuda-graph",
+    default=None,
+    help="Whether the engine runs the verify in a CUDA graph (--no-verify-cuda-graph: run "
+    "eagerly, as with SGLang's --disable-cuda-graph or vLLM's --enforce-eager) "
+    "[default: the engine's].",
+)
+KERNELS_OPTION = click.option(
+    "--kernels-per-layer",
+    type=click.IntRange(1, 10_000),
+    help="Kernels one decoder layer issues run eagerly, pricing an ungraphed pass's launches "
+    "[default: SGLang's count for a routed-MoE layer; else required by "
+    "--no-verify-cuda-graph with --verify-ms].",
+)
+
 
 @click.command("init")
 @click.option(
@@ -80,6 +103,9 @@ MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
     type=FiniteFloatRange(min=1.0, max=65.0),
     help="Mean accept length measured at --num-steps (bonus token included).",
 )
+@VERIFY_MS_OPTION
+@VERIFY_GRAPH_OPTION
+@KERNELS_OPTION
 @click.option(
     "--context-tokens",
     type=FiniteFloatRange(min=0.0, max=1e8),
@@ -129,7 +155,8 @@ MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
 @verbose_option
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
-    drafter, num_steps, draft_params, draft_config, accept_length, context_tokens,
+    drafter, num_steps, draft_params, draft_config, accept_length, verify_ms,
+    verify_cuda_graph, kernels_per_layer, context_tokens,
     input_tokens, output_tokens, replay, model_id, name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
     per_request_format, rel_error, prefer, out, quiet, verbose,
@@ -160,7 +187,8 @@ def init_command(
         config, gpu, engine, gpus, tensor_parallel, expert_parallel, interconnect,
         engine_version, drafter, num_steps, draft_params, draft_config, accept_length,
         name=name, model_id=model_id, context_tokens=context_tokens,
-        input_tokens=input_tokens, output_tokens=output_tokens, job=job,
+        input_tokens=input_tokens, output_tokens=output_tokens, job=job, verify_ms=verify_ms,
+        verify_cuda_graph=verify_cuda_graph, kernels_per_layer=kernels_per_layer,
     )  # fmt: skip
     inputs = CalibrationInputs.from_options(click.get_current_context().params)
     init, cal = run_init(req, inputs, prefer=prefer)

@@ -122,8 +122,10 @@ VARIANTS: tuple[Variant, ...] = (
 
 
 def drafter_for(scenario: Scenario) -> Drafter | None:
-    """The public drafter to try for the scenario's target model (None: none is known)."""
-    return KIMI_K2_DRAFTER if scenario.model.name.lower().startswith("kimi") else None
+    """The public drafter to try for the scenario's target model (None: none is known); the
+    model named bare or by its Hugging Face id (``moonshotai/Kimi-K2.5``)."""
+    name = scenario.model.name.lower().rsplit("/", 1)[-1]
+    return KIMI_K2_DRAFTER if name.startswith("kimi") else None
 
 
 def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[Lever, ...]:

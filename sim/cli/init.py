@@ -151,7 +151,7 @@ KERNELS_OPTION = click.option(
     callback=output_file_checked,
     help="Write the scenario here.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line (as calibrate's).")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing (errors still print).")
 @verbose_option
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
@@ -201,8 +201,9 @@ def init_command(
         if job is not None:  # no rows left behind without their scenario
             rows.unlink(missing_ok=True)
         raise
+    if quiet:  # the file is the answer; errors still print (SpecsimError)
+        return
     click.echo(init_summary(init, cal, verbose))
     if cal is not None:
         click.echo(format_calibration(cal, verbose))
-    if not quiet:  # -q drops the 'wrote' line, as on every command that has it
-        click.echo(f"wrote {out}" + (f" and {rows}" if job is not None else ""))
+    click.echo(f"wrote {out}" + (f" and {rows}" if job is not None else ""))

@@ -79,6 +79,7 @@ def run(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.report.analysis import analysis_to_dict, render_analysis
     from sim.report.montecarlo import merge_montecarlo, render_exact, render_montecarlo
+    from sim.report.screen import within_screen
     from sim.scenario.load import load_scenario
     from sim.simulation.distribution import request_distribution
     from sim.studies.analysis import analyze
@@ -125,13 +126,16 @@ def run(
     if as_json:
         echo_document("run", body)
         return
-    click.echo(render_analysis(analysis, doc, verbose))
+    parts = [render_analysis(analysis, doc, verbose)]
     if dist.law is not None:
-        click.echo(render_exact(dist.summary, dist.law, verbose))
+        parts.append(render_exact(dist.summary, dist.law, verbose))
         if dist.unused:
-            click.echo(f"  (--method auto: the law is exact; {', '.join(dist.unused)} unused)")
-        return
-    assert dist.result is not None
-    click.echo(render_montecarlo(dist.summary, dist.result, verbose))
-    if dist.fallback:
-        click.echo(f"  ({dist.fallback})")
+            parts.append(f"  (--method auto: the law is exact; {', '.join(dist.unused)} unused)")
+    else:
+        assert dist.result is not None
+        parts.append(render_montecarlo(dist.summary, dist.result, verbose))
+        if dist.fallback:
+            parts.append(f"  ({dist.fallback})")
+    if not verbose:  # the first screen: over 25 lines, without its blank lines
+        parts = within_screen([(p.splitlines(), None) for p in parts])
+    click.echo("\n".join(parts))

@@ -170,6 +170,11 @@ def render_analysis(analysis: Analysis, doc: dict[str, Any], verbose: bool = Fal
     lines = wrap(title, indent="", more="  ")
     off = analysis.uncertainty.off_centre_inputs if analysis.uncertainty else ()
     for ln in head:
+        if ln.startswith("  overrides: "):  # --target's are the targets answered below
+            asked = [o for o in analysis.overrides if o["via"] != "--target"]
+            if not asked:
+                continue
+            ln = header_lines(analysis.hardware, asked)[-1]
         if "90% interval from inputs and model:" in ln:
             ln = "    " + ln.strip()
         if " lies outside it: " in ln:  # the inputs that put it there: --verbose

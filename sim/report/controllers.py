@@ -11,7 +11,7 @@ from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
-from sim.report.screen import assumptions_line, fit_width
+from sim.report.screen import assumptions_line, within_screen
 from sim.uncertainty.perturb import INTERVAL_LABEL
 
 __all__ = ["render_controllers", "render_controllers_screen"]
@@ -173,9 +173,11 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
             band = (pol.get("advantage_interval90") or {}).get(metric) if drawn else None
             cells.append(_signed(adv["mean"]) + _sign(band[i] if band else adv["ci95"]))
         lines.append(f"  {name:<20}" + "".join(f"{c:>11}" for c in cells))
-    lines.append(
+    table = lines
+    phases_said = [
         "phases: " + "; ".join(f"{i + 1} = {p['label']}" for i, p in enumerate(doc["phases"]))
-    )
+    ]
+    lines = []
     best = [w for w in doc["winners"] if w["metric"] == metric]
     lines.append(
         f"best {meta['label']} (mean): "
@@ -204,4 +206,6 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
         more="every table and winner, the engine configs",
         lead=sample,
     )
-    return "\n".join(fit_width(lines))
+    # over a screen, the phases' description is the first to go (--verbose has it)
+    pointer = "phases: --verbose describes each"
+    return "\n".join(within_screen([(table, None), (phases_said, pointer), (lines, None)]))

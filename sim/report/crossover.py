@@ -11,6 +11,7 @@ from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
 from sim.report.screen import assumptions_line, within_screen
+from sim.scenario.sections.workload import UNSTATED_PROMPTS
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -52,17 +53,21 @@ def settings_line(doc: Mapping[str, Any]) -> str:
         f"seed {doc.get('seed')}, {count(doc.get('replications'), 'replication')} x "
         f"{count(doc.get('requests'), 'request')} (after {doc.get('warmup_requests')} warm-up "
         "at the "
-        f"first load), {lengths_text(doc)}, {doc.get('batching')} batching"
+        f"first load), {lengths_text(doc, screen=True)}, {doc.get('batching')} batching"
         + (f"; SLO {' and '.join(limits)}" if limits else "")
     )
 
 
-def lengths_text(doc: Mapping[str, Any]) -> str:
-    """The workload's mean lengths, in whole tokens (as ``serve`` prints them)."""
-    return (
-        f"mean {doc.get('input_tokens_mean', 0):.0f} prompt / "
-        f"{doc.get('output_tokens_mean', 0):.0f} output tokens"
+def lengths_text(doc: Mapping[str, Any], screen: bool = False) -> str:
+    """The workload's mean lengths, in whole tokens (as ``serve`` prints them); on a
+    ``screen``, the prompt's left out when none was given (its assumption is a line of its
+    own there, sim/report/screen.py ``assumptions_line``)."""
+    prompt = (
+        ""
+        if screen and UNSTATED_PROMPTS in doc.get("assumptions", ())
+        else f"{doc.get('input_tokens_mean', 0):.0f} prompt / "
     )
+    return f"mean {prompt}{doc.get('output_tokens_mean', 0):.0f} output tokens"
 
 
 def _fewest(bracket: Sequence[float] | None) -> str:

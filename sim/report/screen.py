@@ -245,21 +245,34 @@ def fit_width(lines: Iterable[str], width: int = WIDTH) -> list[str]:
     return out
 
 
+#: Topics of assumptions a first screen prints whole, not only names: an input the
+#: scenario left out that changes what the answer means (sim/scenario/sections/workload.py
+#: ``UNSTATED_PROMPTS``).
+SHOWN_WHOLE = ("prompts",)
+
+
 def assumptions_line(
     assumptions: Sequence[str], more: str | None = None, lead: str | None = None
 ) -> list[str]:
     """One line naming the assumptions a serving answer rests on (each's topic, the text
     before its colon); ``--verbose`` lists them whole (and shows ``more``, when given).
     ``lead``: the sentence the line continues (the sample the answer was drawn from), the
-    two wrapped together."""
+    two wrapped together. An assumption of a ``SHOWN_WHOLE`` topic is printed whole first
+    (a reader cannot miss it)."""
     topics = list(dict.fromkeys(a.split(":", 1)[0] for a in assumptions))
+    whole = [
+        ln
+        for a in dict.fromkeys(assumptions)
+        if a.split(":", 1)[0] in SHOWN_WHOLE
+        for ln in wrap(a, indent="", more="  ")
+    ]
     shows = f"--verbose: them, {more}" if more else "--verbose lists them"
     if assumptions:
         text = f"rests on {len(assumptions)} assumptions ({', '.join(topics)}); {shows}"
     else:
         text = f"--verbose: {more}" if more else ""
     text = "; ".join(t for t in (lead, text) if t)
-    return wrap(text, indent="", more="  ") if text else []
+    return whole + (wrap(text, indent="", more="  ") if text else [])
 
 
 def first_screen(full: str, assumptions: Sequence[str]) -> str:

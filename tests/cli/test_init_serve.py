@@ -172,15 +172,23 @@ def test_a_prefill_it_cannot_price_is_refused_naming_file_and_field(tmp_path: Pa
     assert served.stdout == ""
 
 
-def test_quiet_drops_the_wrote_line_as_calibrate_does(tmp_path: Path) -> None:
-    """-q means one thing on every command that has it: no progress bar and no 'wrote'
-    line; init's report stays (it once printed nothing at all)."""
+def test_quiet_init_prints_nothing_but_its_errors(tmp_path: Path) -> None:
+    """-q on init: the file is the answer, so nothing is printed (neither the summary nor
+    the 'wrote' line); a bad input still prints its one error line."""
     out = tmp_path / "s.toml"
     config = str(QUICKSTART / "config.json")
     args = ["init", "--config", config, "--gpu", "H100", "--engine", "sglang", "--out", str(out)]
     loud = CliRunner().invoke(main, args)
-    quiet = CliRunner().invoke(main, [*args, "-q"])
-    assert loud.exit_code == quiet.exit_code == 0, loud.output + quiet.output
+    assert loud.exit_code == 0, loud.output
     assert loud.output.splitlines()[-1] == f"wrote {out}"
-    assert quiet.output.splitlines() == loud.output.splitlines()[:-1]
+    out.unlink()
+    quiet = CliRunner().invoke(main, [*args, "-q"])
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.output == ""
     assert out.is_file()
+    bad = CliRunner().invoke(main, [*args[:-2], "--out", str(tmp_path / "t.toml"), "-q",
+                                    "--num-steps", "0"])  # fmt: skip
+    assert bad.exit_code == 2, bad.output
+    (line,) = bad.stderr.strip().splitlines()
+    assert line.startswith("specsim: error: ")
+    assert not (tmp_path / "t.toml").exists()

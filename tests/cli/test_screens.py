@@ -70,6 +70,34 @@ def test_batch_1_commands_fit_a_screen(args: tuple[str | Path, ...]) -> None:
     screen(*args)
 
 
+#: A description like the one ``init`` writes (model, GPUs, engine, drafter, calibration):
+#: with the seed's name the title takes three lines, four with the longer one.
+LONG_TITLES = [
+    "moonshotai/Kimi-K2.5 on 8x RTX-PRO-6000, sglang 0.5, eagle3 k=2 (specsim init), "
+    "calibrated to 2 sources, " + " ".join(["xxxxxxxxx"] * n)
+    for n in (6, 16)
+]
+
+
+@pytest.mark.parametrize("description", LONG_TITLES, ids=("3-line title", "4-line title"))
+def test_run_with_two_targets_fits_a_screen_and_verbose_names_them(
+    tmp_path: Path, description: str
+) -> None:
+    """Two --target's and a long title: the targets are the answer's own lines (the
+    overrides line names them under --verbose only), and a screen over 25 lines loses its
+    blank lines first."""
+    text = SEED.read_text()
+    start = text.index("\ndescription = ")
+    end = text.index("\n", start + 1)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'{text[:start]}\ndescription = "{description}"{text[end:]}')
+    args = ("run", scenario, "--target", "150", "--target", "200", *SMALL)
+    out = screen(*args)
+    assert "overrides:" not in out and "150 tok/s:" in out and "200 tok/s:" in out
+    verbose = CliRunner().invoke(main, [str(a) for a in (*args, "--verbose")])
+    assert "overrides: targets.tok_s = [150, 200] (--target)" in verbose.output
+
+
 def test_validate_fits_a_screen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # the paths as a user types them, from the repository
     screen("validate", *(p.relative_to(ROOT) for p in SCENARIOS))

@@ -10,6 +10,13 @@ from pydantic import Field, model_validator
 from sim.scenario.sections.bounds import MAX_LOG_SIGMA, MAX_OUTPUT_TOKENS, MAX_REQUESTS
 from sim.scenario.sections.section import Section
 
+#: The assumption a serving answer states (printed whole on its first screen,
+#: sim/report/screen.py ``SHOWN_WHOLE``) when the scenario gives no prompt length: every
+#: request then has none, so no prefill and no prompt KV under load, which flatters it.
+UNSTATED_PROMPTS = (
+    "prompts: none given, so 0 tokens (no prefill, no prompt KV): --set workload.input_tokens=N"
+)
+
 
 class WorkloadSpec(Section):
     """Output tokens per request and requests per replication; for serving also prompts.
@@ -36,6 +43,11 @@ class WorkloadSpec(Section):
     output_max_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] | None = None
     lengths_trace: Annotated[str, Field(min_length=1)] | None = None
     warmup_requests: Annotated[int, Field(ge=0, le=MAX_REQUESTS)] | None = None
+
+    @property
+    def prompts_unstated(self) -> bool:
+        """True when nothing gives the prompt lengths (no ``input_tokens``, no trace)."""
+        return self.input_tokens is None and self.lengths not in ("empirical", "ordered")
 
     @model_validator(mode="after")
     def _length_model(self) -> Self:

@@ -28,7 +28,7 @@ from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.overrides import with_load
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.serving import ServingSpec
-from sim.scenario.sections.workload import WorkloadSpec
+from sim.scenario.sections.workload import UNSTATED_PROMPTS, WorkloadSpec
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.plan import Drafting, ServingPlan
@@ -98,6 +98,8 @@ def _lengths(
     w: WorkloadSpec, base_dir: Path | None, notes: list[str]
 ) -> tuple[LengthDistribution, LengthDistribution]:
     n_in = w.input_tokens or 0
+    if w.prompts_unstated:
+        notes.append(UNSTATED_PROMPTS)
     if w.lengths in (None, "fixed"):
         notes.append(f"lengths: fixed, {n_in} prompt and {w.output_tokens} output tokens")
         return Fixed(n_in), Fixed(w.output_tokens)

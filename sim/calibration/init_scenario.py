@@ -414,6 +414,14 @@ def _verify_flags(
         req.verify_ms,
         f"--verify-ms: measured on this server (batch 1, num_steps {req.num_steps})",
     )
+    if req.num_steps is not None:  # the tokens it was measured over stay when k is varied
+        _set(
+            raw,
+            comments,
+            "timing.verify_tokens",
+            req.num_steps + 1,
+            f"--verify-ms measured over num_steps {req.num_steps} + 1 tokens (a chain)",
+        )
     if raw.get("timing", {}).get("verify_cuda_graph", False):
         return
     sglang_moe = model.is_moe and req.engine == "sglang"

@@ -63,6 +63,15 @@ def test_init_writes_the_measured_ungraphed_verify_as_the_users_flags(seed_serve
     assert raw["uncertainty"]["model"]["kernels_per_layer"]["range"] == [28, 42]
 
 
+def test_the_measured_verify_keeps_its_tokens_when_k_is_varied(seed_server: Path) -> None:
+    """The verify was measured at num_steps 2 (3 tokens): the file says so, so a run at
+    another k prices the verify from that measurement instead of taking 30 ms as the
+    verify of k + 1 tokens."""
+    assert tomllib.loads(seed_server.read_text())["timing"]["verify_tokens"] == 3
+    result = _invoke(["run", str(seed_server), "--set", "speculation.num_steps=24", "--json"])
+    assert result.exit_code == 0, result.output
+
+
 def test_the_seed_what_ifs_match_the_shipped_scenario(seed_server: Path) -> None:
     """As measured, the figure is reproduced; graphing the verify removes its eager launches
     (the shipped scenario: 60.1 -> 115.4 tok/s); NVLink barely moves a launch-bound verify

@@ -15,7 +15,7 @@ from sim.cli.serving_options import (
 )
 
 if TYPE_CHECKING:
-    from sim.studies.serving.crossover import CrossoverResult
+    from sim.studies.serving.crossover_result import CrossoverResult
     from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 

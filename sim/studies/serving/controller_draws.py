@@ -16,10 +16,10 @@ carried by the study's ``ScenarioPlans.draws``).
   95% interval.
 * **Switching threshold.** Where the best-k table's k changes between two grid loads, the
   nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k_forms.py
-  ``refined_ends``); its interval is crossover's (sim/studies/serving/crossover.py
-  ``crossing_interval90`` with ``versus`` the lower load's k): each draw's gain at the
-  two grid loads around it, further loads outward only for a draw that does not cross
-  between them.
+  ``refined_ends``); its interval is crossover's
+  (sim/studies/serving/crossover_intervals.py ``crossing_interval90`` with ``versus`` the
+  lower load's k): each draw's gain at the two grid loads around it, further loads outward
+  only for a draw that does not cross between them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from sim.model.policy import FixedK, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.plan import ServingPlan
 from sim.studies.serving.break_even import find_crossings
-from sim.studies.serving.crossover import crossing_interval90
+from sim.studies.serving.crossover_intervals import crossing_interval90
 from sim.studies.serving.draw_intervals import interval90, shifted
 from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans

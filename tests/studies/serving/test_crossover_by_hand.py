@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.crossover import MetricCurve
+from sim.studies.serving.crossover_result import MetricCurve
 
 
 def test_a_gain_of_exactly_one_still_pays():
-    """crossover.py MetricCurve.summary: 'pays' is gain >= 1 at every load (1.0 and 1.2 here)."""
+    """crossover_result.py MetricCurve.summary: 'pays' is gain >= 1 at every load (1.0 and
+    1.2 here)."""
     r = Ratio(1.0, None)
     curve = MetricCurve("per_user_tok_s", 2, (1.0, 2.0), (r, Ratio(1.2, None)), (r, r), (r, r), ())
     assert curve.summary() == "pays at every load simulated"
@@ -20,7 +21,7 @@ def test_a_cell_inside_the_model_error_band_may_stop_anywhere_in_the_bands_hull(
     5-95% of the crossing (their hull: the 90% interval holds both); a band that covers
     only part of the cell says nothing (the crossing's own band then depends on where in
     the cell it falls), nor an open end more than that it is open."""
-    from sim.studies.serving.crossover import within_range
+    from sim.studies.serving.crossover_intervals import within_range
 
     assert within_range((9.0, 12.0), (6.0, 20.0), 8.0, 16.0) == (6.0, 20.0)
     assert within_range((4.0, 12.0), (6.0, 20.0), 8.0, 16.0) == (4.0, 20.0)

@@ -21,7 +21,8 @@ from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import check_open_load, service_bound
-from sim.studies.serving.crossover import NEITHER, PLAIN, SPECULATION, crossover
+from sim.studies.serving.crossover import crossover
+from sim.studies.serving.crossover_result import NEITHER, PLAIN, SPECULATION
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import Load, gain
 from sim.studies.serving.search import search_at_load

@@ -414,12 +414,14 @@ def recurrent_state_note(state: RecurrentState) -> str:
     )
 
 
-def expert_routing_note(scenario: Scenario) -> str | None:
+def expert_routing_note(bound: Bound) -> str | None:
     """One line for a serving report of a MoE (None: a dense target): the two routing inputs
     of its batched expert reads that no calibration identifies and that are held at their
-    value unless the scenario draws them (docs/studies/moe-routing-ranges.md): the overlap
-    of a request's consecutive tokens' experts and the fused-MoE kernel's pair FLOP
-    efficiency, each with where it comes from and its plausible range."""
+    value unless the scenario draws them (among ``bound.inputs``, what the intervals draw;
+    docs/studies/moe-routing-ranges.md): the overlap of a request's consecutive tokens'
+    experts and the fused-MoE kernel's pair FLOP efficiency, each with where it comes from
+    and its plausible range."""
+    scenario = bound.scenario
     if not scenario.model.experts:
         return None
     # lazy: serving only
@@ -431,7 +433,7 @@ def expert_routing_note(scenario: Scenario) -> str | None:
     )
 
     serving = scenario.serving
-    drawn = scenario.uncertainty.entries()
+    drawn = {u.field for u in bound.inputs}
     parts = []
     for key, default, (low, high) in (
         ("expert_overlap", STEP_EXPERT_OVERLAP, STEP_EXPERT_OVERLAP_RANGE),
@@ -439,8 +441,7 @@ def expert_routing_note(scenario: Scenario) -> str | None:
     ):
         given = getattr(serving, key) if serving is not None else None
         said = "assumed, the default" if given is None else "given in the scenario"
-        entry = drawn.get(f"serving.{key}")
-        held = "drawn" if entry is not None and entry.range is not None else "held"
+        held = "drawn" if f"serving.{key}" in drawn else "held"
         value = default if given is None else given
         parts.append(f"serving.{key} {value:g} ({said}; plausible {low:g}-{high:g}, {held})")
     return (
@@ -587,7 +588,7 @@ def serving_model(
     )
     logit_note = logit_rows_note(cost.logits)
     notes.extend((capacity.note, host_work_note(scenario), logit_note))
-    routing = expert_routing_note(scenario)
+    routing = expert_routing_note(bound)
     if routing is not None:
         notes.append(routing)
     if cost.state.shape:

@@ -107,15 +107,15 @@ def test_a_serving_answer_names_the_routing_inputs_it_holds() -> None:
     target routes no experts and has no such line."""
     from sim.binding.serving import expert_routing_note
 
-    note = expert_routing_note(load_scenario(SERVING))
+    note = expert_routing_note(bind(load_scenario(SERVING)))
     assert note is not None
     assert "serving.expert_overlap 0.38 (assumed, the default; plausible 0-0.5, held)" in note
     assert "serving.pair_flop_efficiency 0.42 (assumed, the default; plausible 0.22-0.8, held)" in (
         note
     )
-    opted = expert_routing_note(_opted_in(load_scenario(SERVING), OVERLAP))
+    opted = expert_routing_note(bind(_opted_in(load_scenario(SERVING), OVERLAP)))
     assert opted is not None and "(given in the scenario; plausible 0-0.5, drawn)" in opted
-    assert expert_routing_note(load_scenario(DENSE)) is None
+    assert expert_routing_note(bind(load_scenario(DENSE))) is None
     result = CliRunner().invoke(main, ["serve", str(SERVING), "--requests", "8", "--verbose"])
     assert result.exit_code == 0, result.output
     assert "expert routing: serving.expert_overlap 0.38" in result.output

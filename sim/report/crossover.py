@@ -10,8 +10,7 @@ from sim.report.conditioning import conditioning_lines
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
-from sim.report.screen import assumptions_line, within_screen
-from sim.scenario.sections.workload import UNSTATED_PROMPTS
+from sim.report.screen import assumptions_line, prompt_text, within_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -62,11 +61,8 @@ def lengths_text(doc: Mapping[str, Any], screen: bool = False) -> str:
     """The workload's mean lengths, in whole tokens (as ``serve`` prints them); on a
     ``screen``, the prompt's left out when none was given (its assumption is a line of its
     own there, sim/report/screen.py ``assumptions_line``)."""
-    prompt = (
-        ""
-        if screen and UNSTATED_PROMPTS in doc.get("assumptions", ())
-        else f"{doc.get('input_tokens_mean', 0):.0f} prompt / "
-    )
+    mean = doc.get("input_tokens_mean", 0)
+    prompt = prompt_text(doc, mean) if screen else f"{mean:.0f} prompt / "
     return f"mean {prompt}{doc.get('output_tokens_mean', 0):.0f} output tokens"
 
 

@@ -13,6 +13,8 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sim.scenario.sections.workload import UNSTATED_PROMPTS
+
 #: The widest line of a first screen.
 WIDTH = 100
 
@@ -249,6 +251,12 @@ def fit_width(lines: Iterable[str], width: int = WIDTH) -> list[str]:
 #: scenario left out that changes what the answer means (sim/scenario/sections/workload.py
 #: ``UNSTATED_PROMPTS``).
 SHOWN_WHOLE = ("prompts",)
+
+
+def prompt_text(doc: Mapping[str, Any], mean_tokens: float) -> str:
+    """``"<mean_tokens> prompt / "`` for a serving document's lengths line, empty when the
+    scenario gave no prompt (``UNSTATED_PROMPTS`` is then a line of its own)."""
+    return "" if UNSTATED_PROMPTS in doc.get("assumptions", ()) else f"{mean_tokens:.0f} prompt / "
 
 
 def assumptions_line(

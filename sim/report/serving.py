@@ -17,7 +17,7 @@ import numpy as np
 from sim.report.conditioning import conditioning_lines
 from sim.report.format import count
 from sim.report.model_error import model_error_line
-from sim.scenario.sections.workload import UNSTATED_PROMPTS
+from sim.report.screen import prompt_text
 from sim.simulation.serving.metrics import (
     Estimate,
     PolicySummary,
@@ -249,11 +249,7 @@ def _table(rows: list[list[str]], first: int = 31, width: int = 30) -> list[str]
 def sample_text(doc: dict[str, Any]) -> str:
     """The replications, requests, seed and mean lengths of a ``serve`` document (the
     prompt's left out when none was given: its assumption says so on a line of its own)."""
-    prompt = (
-        ""
-        if UNSTATED_PROMPTS in doc.get("assumptions", ())
-        else f"{doc['mean_input_tokens']:.0f} prompt / "
-    )
+    prompt = prompt_text(doc, doc["mean_input_tokens"])
     return (
         f"{count(doc['replications'], 'replication')} x "
         f"{count(doc['requests'], 'measured request')} ({doc['warmup_requests']} warm-up), "

@@ -176,19 +176,17 @@ def _weight_bytes(
         return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}
     own = _first(cfg, "torch_dtype", "dtype") is not None
     dtype_cfg, dtype_where = (cfg, where) if own else (raw, "config.json")
-    if _first(dtype_cfg, "torch_dtype", "dtype") is not None:
-        name, dtype = _dtype(dtype_cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
-        dense = Width(DTYPE_BYTES[dtype], f"{dtype_where}: {name} = {dtype}")
-    elif unstated_bytes is not None:
+    stated = _first(dtype_cfg, "torch_dtype", "dtype") is not None
+    if not stated and unstated_bytes is not None:
         dense = Width(unstated_bytes.value, unstated_bytes.origin)
-    elif str(quant.get("quant_method", "")).lower() == "mxfp4":
+    elif not stated and str(quant.get("quant_method", "")).lower() == "mxfp4":
         dense = Width(
             DTYPE_BYTES[MXFP4_UNSTATED_DTYPE],
             f"{MXFP4_UNSTATED_DTYPE}: no torch_dtype; gpt-oss's unquantized weights as published",
         )
-    else:
-        _dtype(dtype_cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)  # raises: none stated
-        raise AssertionError("unreachable")
+    else:  # stated, or none to stand in: _dtype then names the missing field
+        name, dtype = _dtype(dtype_cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
+        dense = Width(DTYPE_BYTES[dtype], f"{dtype_where}: {name} = {dtype}")
     layout = read_layout(quant, dense, source)
     weight, expert = layout_bytes(weights, layout, quant_where, source)
     out = {"weight_bytes_per_param": Derived(*weight)}

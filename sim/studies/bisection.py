@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from sim.binding.bind import bound_cycle_cost
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, as_bound
 from sim.errors import SpecsimError
 from sim.model.cycle import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
@@ -40,9 +40,10 @@ ALPHA_XTOL = 5e-4
 #: Relative bisection tolerance for other levers.
 LEVER_RTOL = 1e-3
 
-#: (scenario, acceptance model replacing the scenario's or None, targets) -> statistics.
-#: A chain's searches give an ``AcceptanceModel``, a tree's a ``TreeAcceptance``.
-SimulateFn = Callable[[Scenario, Acceptance | None, Sequence[float]], Stats]
+#: (scenario, or the scenario bound once by the study that evaluates it many times;
+#: acceptance model replacing the scenario's or None; targets) -> statistics. A chain's
+#: searches give an ``AcceptanceModel``, a tree's a ``TreeAcceptance``.
+SimulateFn = Callable[[Bound | Scenario, Acceptance | None, Sequence[float]], Stats]
 
 
 # --------------------------------------------------------------------------- measurements
@@ -52,27 +53,32 @@ SimulateFn = Callable[[Scenario, Acceptance | None, Sequence[float]], Stats]
 class MonteCarloStats:
     """The statistics search needs from the scenario's Monte Carlo at its own seed
     (``quick_stats``: mean with its t interval, pooled accept length, P(tok/s >= target)
-    with Wilson intervals). A picklable callable (``SimulateFn``)."""
+    with Wilson intervals). A picklable callable (``SimulateFn``): a bound model is run as
+    bound, a scenario is bound for the run."""
 
     engine: str = "fast"
     fidelity: str = "cycle"
 
     def __call__(
-        self, scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
+        self, model: Bound | Scenario, acceptance: Acceptance | None, targets: Sequence[float]
     ) -> Stats:
         result = simulate(
-            scenario,
+            model,
             engine=self.engine,
             fidelity=self.fidelity,
-            seed=scenario.simulation.seed,
+            seed=_scenario_of(model).simulation.seed,
             workers=1,
             acceptance=acceptance,
         )
         return quick_stats(result, targets)
 
-    def cycle_times(self, scenario: Scenario) -> CycleTimeModel:
-        """The cycle-time model these runs use for ``scenario`` (at its own seed)."""
-        return bind_for_run(scenario, self.fidelity, scenario.simulation.seed)[1]
+    def cycle_times(self, model: Bound | Scenario) -> CycleTimeModel:
+        """The cycle-time model these runs use for ``model`` (at its scenario's seed)."""
+        return bind_for_run(model, self.fidelity, _scenario_of(model).simulation.seed)[1]
+
+
+def _scenario_of(model: Bound | Scenario) -> Scenario:
+    return model.scenario if isinstance(model, Bound) else model
 
 
 def checked_targets(targets: Sequence[float], quantile: float | None) -> list[float]:
@@ -132,9 +138,11 @@ class Evaluator:
     def refused(self) -> int:
         return len(self.memo) - self.evaluations
 
-    def __call__(self, scenario: Scenario, key: str, acceptance: Acceptance | None = None) -> Stats:
+    def __call__(
+        self, model: Bound | Scenario, key: str, acceptance: Acceptance | None = None
+    ) -> Stats:
         if key not in self.memo:
-            self.memo[key] = self.simulate(scenario, acceptance, self.targets)
+            self.memo[key] = self.simulate(model, acceptance, self.targets)
         return self.memo[key]
 
 
@@ -323,7 +331,7 @@ def monotone_violations(probe: Probe[Stats], criterion: Criterion) -> list[tuple
 
 
 def closed_form_stats(
-    scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
+    model: Bound | Scenario, acceptance: Acceptance | None, targets: Sequence[float]
 ) -> Stats:
     """A degenerate "simulation": the closed form as statistics with a zero-width interval.
 
@@ -331,15 +339,17 @@ def closed_form_stats(
     the mean-tok/s form only (no target probabilities). A ``SimulateFn``.
 
     Arithmetic on the bound model: without ``acceptance``, the scenario bound (``bind``: its
-    acceptance, a tree's own, and its cycle); with it, the scenario's cycle alone
-    (``bound_cycle_cost``: no acceptance model rebuilt per evaluation), its extend moved to
-    the accept length of the acceptance by ``throughput_tok_s``.
+    acceptance, a tree's own, and its cycle); with it, the cycle alone (a bound model's
+    ``cycle``, a scenario's ``bound_cycle_cost``: no acceptance model rebuilt per
+    evaluation), its extend moved to the accept length of the acceptance by
+    ``throughput_tok_s``.
     """
     if acceptance is None:
-        bound = bind(scenario)
-        model, cycle = bound.acceptance, bound.cycle
+        bound = as_bound(model)
+        rates, cycle = bound.acceptance.closed_form_rates(), bound.cycle
     else:
-        model, cycle = acceptance, bound_cycle_cost(scenario)
-    al = mean_accept_length(model.closed_form_rates())
+        cycle = model.cycle if isinstance(model, Bound) else bound_cycle_cost(model)
+        rates = acceptance.closed_form_rates()
+    al = mean_accept_length(rates)
     tput = throughput_tok_s(al, cycle)
     return Stats(tput, (tput, tput), al, ())

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import draft_binding, pass_times
+from sim.binding.bind import draft_binding
 from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
@@ -69,6 +69,7 @@ from sim.uncertainty.answers import TargetUncertainty, answer_uncertainty
 
 def _search_k(
     lever: AcceptanceLever,
+    at_k: Bound,
     passes: PassTimes,
     criteria: Sequence[Criterion],
     evaluator: Evaluator,
@@ -76,7 +77,9 @@ def _search_k(
 ) -> list[KResult]:
     """Every criterion at one k, sharing the Monte Carlo runs of this k.
 
-    ``passes`` are the pass times the closed-form hints use (the pinned base scenario's).
+    ``at_k``: the lever's base bound once (``lever_bound``), which every evaluation runs
+    with the lever's acceptance model. ``passes`` are the pass times the closed-form hints
+    use (the pinned base scenario's).
     ``cycle_times``: the Monte Carlo's own cycle-time model, when ``evaluator`` runs the
     scenario's Monte Carlo; if the per-request law is then exact (one shared profile, fixed
     cycles), roots are found on it and the Monte Carlo only checks them and gives the
@@ -86,7 +89,7 @@ def _search_k(
     cost = chain_cycle_cost(passes, num_steps)
 
     def evaluate(x: float) -> Stats:
-        return evaluator(lever.base, f"k={num_steps};x={x!r}", lever.model_at(x))
+        return evaluator(at_k, f"k={num_steps};x={x!r}", lever.model_at(x))
 
     exact = None
     if cycle_times is not None and exact_obstacle(lever.model, cycle_times) is None:
@@ -95,7 +98,7 @@ def _search_k(
             float(phase_means(cycle_times).sum()),
             lever.base.workload.output_tokens,
             lever.x_max,
-            bind(lever.base).extend_growth,
+            at_k.extend_growth,
         )
     probe = Probe(evaluate, +1, lever.x_min, lever.x_max)
     grid = lever.accept_length_grid()
@@ -169,20 +172,28 @@ class KTask:
     simulate: SimulateFn
 
 
-def _own_cycle_times(run: SimulateFn, scenario: Scenario) -> CycleTimeModel | None:
-    """The cycle-time model of ``run``'s Monte Carlo when it is the scenario's own."""
-    return run.cycle_times(scenario) if isinstance(run, MonteCarloStats) else None
+def _own_cycle_times(run: SimulateFn, at_k: Bound) -> CycleTimeModel | None:
+    """The cycle-time model of ``run``'s Monte Carlo when it is the bound model's own."""
+    return run.cycle_times(at_k) if isinstance(run, MonteCarloStats) else None
+
+
+def lever_bound(lever: AcceptanceLever, bound: Bound) -> Bound:
+    """The lever's base (the pinned scenario at the lever's k, a chain) bound once, with
+    the hardware answers of ``bound``, the pinned scenario's model (its ``PassMemo``,
+    sim/hardware/passes.py): every evaluation at this k runs on it."""
+    return bind(lever.base, bound.hardware.memo)
 
 
 def run_k_task(task: KTask) -> tuple[int, list[KResult], int, int]:
     """(k, results per criterion, Monte Carlo evaluations, lever values refused without a
     run) for one draft length."""
-    base = scenario_from_dict(task.base, source="search")
+    bound = bind(scenario_from_dict(task.base, source="search"))
     targets = [c.target_tok_s for c in task.criteria]
     evaluator = Evaluator(task.simulate, targets)
-    lever = acceptance_lever(base, task.num_steps)
-    times = _own_cycle_times(task.simulate, lever.base)
-    rows = _search_k(lever, pass_times(base), task.criteria, evaluator, times)
+    lever = acceptance_lever(bound.scenario, task.num_steps)
+    at_k = lever_bound(lever, bound)
+    times = _own_cycle_times(task.simulate, at_k)
+    rows = _search_k(lever, at_k, bound.passes, task.criteria, evaluator, times)
     return task.num_steps, rows, evaluator.evaluations, evaluator.refused
 
 
@@ -251,8 +262,9 @@ def search_acceptance(
         passes = bound.passes
         levers = acceptance_levers(base, ks)
         for k in ks:
-            times = _own_cycle_times(run, levers[k].base)
-            by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
+            at_k = lever_bound(levers[k], bound)
+            times = _own_cycle_times(run, at_k)
+            by_k[k] = _search_k(levers[k], at_k, passes, criteria, evaluator, times)
         evaluations, refused = evaluator.evaluations, evaluator.refused
     # a tree scenario is searched as chains of its top-1 rates (its trees: --topk,
     # sim/studies/tree_search.py); the intervals are those chains' (answer_uncertainty)

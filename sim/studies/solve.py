@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
+from sim.hardware.passes import PassMemo
 from sim.scenario.overrides import field_value, pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
@@ -194,17 +195,22 @@ def solve_lever(
     if lo == hi:
         raise SpecsimError("has a single valid value here", param="field", field=dotted)
     evaluator = Evaluator(simulate or MonteCarloStats(engine, fidelity), targets)
+    memo = PassMemo()  # the hardware answers every lever value's binding meets again
 
     def at(x: float) -> Scenario:
         return with_overrides(base, {dotted: int(x) if integer else float(x)}, source="search")
 
+    def bound_at(x: float) -> Bound:
+        """The scenario at lever value ``x``, bound once with the solve's hardware answers."""
+        return bind(at(x), memo)
+
     def evaluate(x: float) -> Stats:
-        return evaluator(at(x), f"{dotted}={x!r}")
+        return evaluator(bound_at(x), f"{dotted}={x!r}")
 
     # direction: closed form first, Monte Carlo when the closed form ignores the field
     near = [v for v in ((v0 + 1, v0 - 1) if integer else (v0 * 1.1, v0 / 1.1)) if lo <= v <= hi]
     near = near or [lo if v0 != lo else hi]
-    cf0, cf1 = bind(at(v0)).closed_form_tok_s, bind(at(near[0])).closed_form_tok_s
+    cf0, cf1 = bound_at(v0).closed_form_tok_s, bound_at(near[0]).closed_form_tok_s
     uses_closed_form = not math.isclose(cf0, cf1, rel_tol=1e-12)
     if uses_closed_form:
         sign = 1 if (cf1 > cf0) == (near[0] > v0) else -1
@@ -228,7 +234,9 @@ def solve_lever(
         crit = Criterion(t, quantile)
         x_cf = None
         if uses_closed_form:
-            cf_probe = Probe(lambda x: closed_form_stats(at(x), None, ()), sign, lo, hi, integer)
+            cf_probe = Probe(
+                lambda x: closed_form_stats(bound_at(x), None, ()), sign, lo, hi, integer
+            )
             x_cf = first_passing(
                 cf_probe,
                 lambda sm: sm.tok_s_mean,
@@ -280,7 +288,7 @@ def solve_lever(
     settings = {
         "hardware": effective_hardware(base),
         "overrides": override_entries(base),
-        "assumptions": [a.to_dict() for a in assumptions(bind(base))],
+        "assumptions": [a.to_dict() for a in assumptions(bind(base, memo))],
         "seed": base.simulation.seed,
         "replications": base.simulation.replications,
         "requests": base.workload.requests,

@@ -42,6 +42,7 @@ from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
+from sim.hardware.passes import PassMemo
 from sim.model.cycle import PassTimes
 from sim.model.tree.acceptance import OptimalDraft, TreeAcceptance, TreeDraft
 from sim.model.tree.build import candidate_count
@@ -288,7 +289,11 @@ def _refine(
     shares: tuple[float, ...],
     simulate_fn: SimulateFn | None,
     draws: SearchDraws | None = None,
+    memo: PassMemo | None = None,
 ) -> Refined:
+    """``cfg`` refined: its required top-1 rate, with ``draws`` its 90% interval and with
+    ``simulate_fn`` solved by Monte Carlo bisection, both on the configuration's scenario
+    bound once (``memo``: the search's hardware answers, sim/hardware/passes.py)."""
     s, k, n = cfg
     top1 = acceptance_model(base.acceptance, s)
     model = TreeAcceptance(top1, shares[: k - 1], TreeDraft(s, k, n))
@@ -308,8 +313,11 @@ def _refine(
     if k > 1:
         over["speculation.num_draft_tokens"] = n
     scenario = with_overrides(base, over, source="search")
+    if draws is None and simulate_fn is None:
+        return refined
+    bound = bind(scenario, memo)
     if draws is not None:
-        sampled = sampled_tree(bind(scenario), draws.values, inputs=draws.inputs)
+        sampled = sampled_tree(bound, draws.values, inputs=draws.inputs)
         u = None if f is None else f * x0
         roots = required_top1_draws(sampled, draws.values, target, cycle_ms, u)
         refined = replace(refined, top1_interval90=interval90_of(roots.top1))
@@ -317,7 +325,7 @@ def _refine(
         return refined
     evaluator = Evaluator(simulate_fn, [target])
     f_max = 1.0 / x0 if x0 > 0 else 1.0
-    probe = Probe(lambda g: evaluator(scenario, f"{cfg};f={g!r}", model.scaled(g)), +1, 0.0, f_max)
+    probe = Probe(lambda g: evaluator(bound, f"{cfg};f={g!r}", model.scaled(g)), +1, 0.0, f_max)
     root = solve_root(
         probe,
         Criterion(target),
@@ -402,7 +410,7 @@ def search_trees(
         refined = [
             None
             if c is None
-            else _refine(base, c, t, needs[c], cycle[c], shape.shares, simulate, draws)
+            else _refine(base, c, t, needs[c], cycle[c], shape.shares, simulate, draws, hw.memo)
             for c in (tree_cfg, chain_cfg)
         ]
         out.append(TreeTarget(t, table, needs, cycle, refined[0], refined[1]))

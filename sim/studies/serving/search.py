@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
 from sim.model.acceptance import AcceptanceModel
@@ -242,8 +242,10 @@ class ServingStats:
         return None if self.load.integer else service_bound(plan, plan.drafting(FixedK(num_steps)))
 
     def __call__(
-        self, scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
+        self, model: Bound | Scenario, acceptance: Acceptance | None, targets: Sequence[float]
     ) -> Stats:
+        # the plan binds the scenario at this load once (``plan``): a bound model's scenario
+        scenario = model.scenario if isinstance(model, Bound) else model
         if isinstance(acceptance, TreeAcceptance):
             raise SpecsimError(
                 "a serving search scales a chain's acceptance model, not a tree's",

@@ -147,7 +147,8 @@ def search(
     from sim.studies.solve import solve_lever
 
     scn = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
-    bind_file(scn, scenario, sets)  # what the scenario means: the hardware model checks it
+    # what the scenario means: the hardware model checks it; its answers serve the search
+    memo = bind_file(scn, scenario, sets).hardware.memo
     tgts = targets_or_scenario(targets, scn)
     if draft_tokens is not None and (topks is None or solve_field is not None):
         raise SpecsimError(
@@ -176,7 +177,7 @@ def search(
                 source="--concurrency" if concurrency is not None else "--rate",
             )
         doc = solve_lever(
-            scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity
+            scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity, memo=memo
         ).to_dict()
         text = render_lever(doc, verbose)
     elif topks is not None:
@@ -196,7 +197,7 @@ def search(
         widths = parse_int_list(topks, "--topk")
         tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
         doc = search_trees(
-            scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity)
+            scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity), memo=memo
         ).to_dict()
         text = render_tree_search(doc, verbose)
     elif concurrency is not None or rate is not None:
@@ -220,7 +221,14 @@ def search(
     else:
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
-            scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
+            scn,
+            tgts,
+            ks,
+            quantile=quantile,
+            engine=engine,
+            fidelity=fidelity,
+            workers=workers,
+            memo=memo,
         ).to_dict()
         text = render_search(doc, verbose)
     if plot_dir:

@@ -33,6 +33,7 @@ from sim.binding.bind import draft_binding
 from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
+from sim.hardware.passes import PassMemo
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import PassTimes, ceiling_tok_s, required_accept_length
 from sim.model.cycle import cycle_cost as chain_cycle_cost
@@ -230,6 +231,7 @@ def search_acceptance(
     simulate: SimulateFn | None = None,
     workers: int = 1,
     uncertainty: bool = True,
+    memo: PassMemo | None = None,
 ) -> SearchResult:
     """The lowest acceptance reaching each target, for each k, with 95% intervals.
 
@@ -241,13 +243,15 @@ def search_acceptance(
     is validated once per draft length (the lever scales the acceptance model).
     ``uncertainty``: add the closed-form answer's 90% interval from inputs and model (the
     mean tok/s of a chain at batch 1; False when ``simulate`` answers another question).
+    ``memo``: the hardware answers (sim/hardware/passes.py ``PassMemo``) of what bound the
+    scenario already (the command's check); the search binds with them (None: its own).
     """
     targets = checked_targets(targets, quantile)
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
         raise SpecsimError("draft lengths must be >= 1", param="num_steps")
     base = pin_verify_tokens(scenario)
-    bound = bind(base)  # the pinned scenario, bound once: pass times, curves, provenance
+    bound = bind(base, memo)  # the pinned scenario, bound once: passes, curves, provenance
     criteria = tuple(Criterion(t, quantile) for t in targets)
     run = simulate or MonteCarloStats(engine, fidelity)
     by_k: dict[int, list[KResult]] = {}

@@ -169,6 +169,7 @@ def solve_lever(
     engine: str = "fast",
     fidelity: str = "cycle",
     simulate: SimulateFn | None = None,
+    memo: PassMemo | None = None,
 ) -> LeverResult:
     """The value of numeric field ``dotted`` that reaches each target, all else fixed.
 
@@ -176,7 +177,9 @@ def solve_lever(
     moves it, else from two Monte Carlo runs (the current value and twice it). The closed
     form also gives the starting bracket; Monte Carlo bisection on common random numbers
     refines it, and the 95% interval inverts the confidence band as for alpha. Seen points
-    that break monotonicity are reported in ``warnings``.
+    that break monotonicity are reported in ``warnings``. ``memo``: the hardware answers
+    (sim/hardware/passes.py ``PassMemo``) every lever value's binding shares (None: the
+    solve's own).
     """
     targets = checked_targets(targets, quantile)
     if dotted in ("speculation.num_draft_tokens", "simulation.seed"):
@@ -195,7 +198,7 @@ def solve_lever(
     if lo == hi:
         raise SpecsimError("has a single valid value here", param="field", field=dotted)
     evaluator = Evaluator(simulate or MonteCarloStats(engine, fidelity), targets)
-    memo = PassMemo()  # the hardware answers every lever value's binding meets again
+    memo = PassMemo() if memo is None else memo  # every lever value's binding meets them
 
     def at(x: float) -> Scenario:
         return with_overrides(base, {dotted: int(x) if integer else float(x)}, source="search")

@@ -366,11 +366,14 @@ def search_trees(
     *,
     simulate: SimulateFn | None = None,
     uncertainty: bool = True,
+    memo: PassMemo | None = None,
 ) -> TreeSearchResult:
     """The required top-1 rate of every configuration for each target, the best tree and
     the best chain refined, and with ``simulate`` (e.g. ``MonteCarloStats("fast")``) solved
     again by Monte Carlo bisection; see the module docstring. ``uncertainty``: the refined
-    answers' 90% intervals from inputs and model (sim/uncertainty/tree_required_draws.py)."""
+    answers' 90% intervals from inputs and model (sim/uncertainty/tree_required_draws.py).
+    ``memo``: the hardware answers (sim/hardware/passes.py ``PassMemo``) of what bound the
+    scenario already; the search's binding keeps them (None: its own)."""
     if not targets or any(not t > 0 for t in targets):
         raise SpecsimError(f"targets must be positive tok/s, got {list(targets)}", param="targets")
     configs = tree_configs(num_steps, topks, draft_tokens)
@@ -380,7 +383,7 @@ def search_trees(
     max_k = max(c[1] for c in configs)
     max_s = max(c[0] for c in configs)
     shape, shape_name = _shape(base, max_k, max_s)
-    hw = scenario_hardware(base)
+    hw = scenario_hardware(base, memo)
     passes = _passes_for(hw, max(c[2] for c in configs))
     cycle = {c: tree_cost(base, c[0], c[1], c[2], passes, hw).total_ms for c in configs}
     notes = [

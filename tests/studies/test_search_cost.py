@@ -19,6 +19,7 @@ import sim.studies.search as search
 from sim.binding.bind import acceptance_model, anchored_factors, pass_times
 from sim.binding.bound import Bound
 from sim.binding.bound import bind as bind_scenario
+from sim.hardware.passes import PassMemo
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.scenario.load import load_scenario
@@ -97,9 +98,9 @@ def test_closed_form_evaluations_bind_no_acceptance_model(seed_path, monkeypatch
 
 def test_each_draft_length_is_bound_once_with_the_search_hardware_answers(seed_path) -> None:
     """Every evaluation at one k runs on one bound model (the lever's base bound once, not
-    re-bound per evaluation), and every k's binding shares the pinned scenario's hardware
-    answers (one ``PassMemo``); the answers are those of a fresh binding."""
-    seen: dict[int, list[object]] = {}
+    re-bound per evaluation), and every k's binding shares the hardware answers handed to
+    the search (one ``PassMemo``); the answers are those of a fresh binding."""
+    seen: dict[int, list[Bound]] = {}
 
     def recording(model, acceptance, targets):
         assert isinstance(model, Bound)
@@ -107,7 +108,10 @@ def test_each_draft_length_is_bound_once_with_the_search_hardware_answers(seed_p
         return closed_form_stats(model, acceptance, targets)
 
     seed = load_scenario(seed_path)
-    res = search_acceptance(seed, TARGETS, range(2, 6), simulate=recording, uncertainty=False)
+    memo = PassMemo()  # the command's check binding's, handed down
+    res = search_acceptance(
+        seed, TARGETS, range(2, 6), simulate=recording, uncertainty=False, memo=memo
+    )
     want = search_acceptance(
         seed, TARGETS, range(2, 6), simulate=closed_form_stats, uncertainty=False
     )
@@ -115,7 +119,7 @@ def test_each_draft_length_is_bound_once_with_the_search_hardware_answers(seed_p
     assert sorted(seen) == [2, 3, 4, 5]
     assert sum(len(models) for models in seen.values()) > 20  # many evaluations a k
     assert all(len({id(m) for m in models}) == 1 for models in seen.values())
-    assert len({id(models[0].hardware.memo) for models in seen.values()}) == 1
+    assert all(models[0].hardware.memo is memo for models in seen.values())
 
 
 VARIANTS = [

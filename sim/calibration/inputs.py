@@ -3,7 +3,7 @@
 ``CalibrationInputs`` holds the options as given (paths and figures); ``read_inputs`` turns
 them into one ``Measurements``: the real drafter's runs (figures, a vLLM /metrics scrape,
 ``vllm bench serve`` JSON, SGLang ``bench_speculative`` / ``bench_one_batch`` /
-``bench_serving`` JSONL, an
+``bench_serving`` JSONL, ``trtllm-bench --report_json``, an
 SGLang log and its ``server_args`` line, per-request counts), and, with timing runs
 (synthetic or forced acceptance), the two-stage split: timings from the timing runs only,
 acceptance from the real runs only, whose tok/s are held out as checks.
@@ -25,6 +25,7 @@ from sim.calibration.imported import (
     vllm_bench_measurement,
     vllm_latency_measurement,
 )
+from sim.calibration.imported_trtllm import trtllm_bench_measurement
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.sglang_bench import (
     is_one_batch,
@@ -34,6 +35,7 @@ from sim.calibration.importers.sglang_bench import (
 from sim.calibration.importers.sglang_log import read_sglang_log
 from sim.calibration.importers.sglang_server_args import read_sglang_server_args
 from sim.calibration.importers.sglang_serving import is_bench_serving, parse_sglang_serving
+from sim.calibration.importers.trtllm_bench import is_trtllm_bench, read_trtllm_bench
 from sim.calibration.importers.vllm_bench import parse_vllm_bench, read_vllm_bench
 from sim.calibration.importers.vllm_metrics import (
     VllmLatency,
@@ -84,6 +86,7 @@ class CalibrationInputs:
     metrics_batch1: bool = False
     vllm_bench: tuple[str, ...] = ()
     sglang_bench: tuple[str, ...] = ()
+    trtllm_bench: tuple[str, ...] = ()
     sglang_log: str | None = None
     sglang_server_args: str | None = None
     timing_runs: tuple[str, ...] = ()
@@ -148,6 +151,12 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
         data += vllm_bench_measurement(read_vllm_bench(path), rel_error)
     for path in inputs.sglang_bench:
         text = read_text(path)
+        if is_trtllm_bench(text):
+            raise SpecsimError(
+                "a trtllm-bench --report_json report, not SGLang's: give it as --trtllm-bench",
+                source=path,
+                field="world_info",
+            )
         if is_bench_serving(text):
             k = inputs.num_steps if inputs.num_steps is not None else base_num_steps
             runs = parse_sglang_serving(text, source=path)
@@ -157,6 +166,8 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
             data += sglang_one_batch_measurement(records, path, rel_error)
         else:
             data += sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)
+    for path in inputs.trtllm_bench:
+        data += trtllm_bench_measurement(read_trtllm_bench(path), rel_error)
     log_k = inputs.num_steps
     if inputs.sglang_server_args:
         args = read_sglang_server_args(inputs.sglang_server_args)

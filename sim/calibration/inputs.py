@@ -35,7 +35,11 @@ from sim.calibration.importers.sglang_bench import (
 from sim.calibration.importers.sglang_log import read_sglang_log
 from sim.calibration.importers.sglang_server_args import read_sglang_server_args
 from sim.calibration.importers.sglang_serving import is_bench_serving, parse_sglang_serving
-from sim.calibration.importers.trtllm_bench import is_trtllm_bench, read_trtllm_bench
+from sim.calibration.importers.trtllm_bench import (
+    is_trtllm_bench,
+    parse_trtllm_bench,
+    read_trtllm_bench,
+)
 from sim.calibration.importers.vllm_bench import parse_vllm_bench, read_vllm_bench
 from sim.calibration.importers.vllm_metrics import (
     VllmLatency,
@@ -230,9 +234,20 @@ def _sglang_log(
 
 def timing_run(path: str, rel_error: float) -> Measurements:
     """A synthetic-acceptance run, its format told by its content (vLLM bench serve JSON,
-    SGLang bench_speculative JSONL, or a vLLM /metrics scrape of batch-1 traffic)."""
+    SGLang bench_speculative JSONL, a trtllm-bench report, or a vLLM /metrics scrape of
+    batch-1 traffic)."""
     text = read_text(path)
     head = text.lstrip()[:1]
+    if is_trtllm_bench(text):
+        data = trtllm_bench_measurement(parse_trtllm_bench(text, source=path), rel_error)
+        if not (data.points or data.baselines):
+            raise SpecsimError(
+                "no one-request-at-a-time tok/s in this report (timing needs a --streaming "
+                "run at --concurrency 1)",
+                source=path,
+                field="streaming_metrics",
+            )
+        return data
     if head == "{":
         if '"step_time"' in text and '"acc_length"' in text:
             return sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)

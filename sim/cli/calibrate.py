@@ -39,12 +39,14 @@ MIN_REL_ERROR = 1e-6
 
 TIMING_RUN_HELP = (
     "A run with synthetic or forced acceptance (repeatable; vLLM bench serve JSON, SGLang "
-    "bench_speculative JSONL or a vLLM /metrics scrape of batch-1 traffic): fits the timings "
+    "bench_speculative JSONL, a trtllm-bench --report_json of a --streaming --concurrency 1 "
+    "run, or a vLLM /metrics scrape of batch-1 traffic): fits the timings "
     "only. vLLM: --speculative-config with rejection_sample_method='synthetic' and "
     "synthetic_acceptance_length = L (bonus included) or synthetic_acceptance_rates; SGLang: "
     "SGLANG_SIMULATE_ACC_LEN=L (bonus included, METHOD=match-expected keeps the mean); "
     "TensorRT-LLM: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = L - 1 (bonus excluded; give "
-    "that run as --point K:L:TOKS). With a timing run, the other files fit acceptance only."
+    "that run's report, or --point K:L:TOKS). With a timing run, the other files fit "
+    "acceptance only."
 )
 
 

@@ -239,3 +239,23 @@ def test_reports_at_several_concurrencies_are_a_load_sweep(tmp_path: Path) -> No
     recorded = written.serving.calibrated_on
     assert [r.load for r in recorded] == pytest.approx([one.load, 3.92, 15.68])
     assert [r.measured for r in recorded] == pytest.approx([one.tpot_ms, 5.3, 7.9])
+
+
+def test_a_forced_acceptance_report_is_a_timing_run(tmp_path: Path) -> None:
+    """Its tok/s fits the timings only; the batched report's acceptance the acceptance; a
+    report without a one-at-a-time streamed TPOT is refused as a timing run."""
+    init = tmp_path / "s.toml"
+    result = CliRunner().invoke(main, [*_init_args(tmp_path, str(REPORT)), "--out", str(init)])
+    assert result.exit_code == 0, result.stderr
+    batched = _write(tmp_path, _at_load(3.9, 5.3), "batched.json")
+    args = ["calibrate", "--scenario", str(init), "--json", "--timing-run", str(REPORT)]
+    result = CliRunner().invoke(main, [*args, "--trtllm-bench", batched])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert any("two-stage" in n for n in doc["notes"])
+    result = CliRunner().invoke(main, [*args[:-1], batched])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"specsim: error: {batched}: streaming_metrics: no one-request-at-a-time tok/s in this "
+        "report (timing needs a --streaming run at --concurrency 1)"
+    )

@@ -1,5 +1,6 @@
-"""Measurements from ``trtllm-bench --report_json`` reports
-(sim/calibration/importers/trtllm_bench.py reads them).
+"""Measurements from ``trtllm-bench --report_json`` reports and TensorRT-LLM
+``benchmark_serving`` results (sim/calibration/importers/trtllm_bench.py and
+trtllm_serving.py read them).
 
 Which figure feeds which fit:
 
@@ -16,13 +17,18 @@ Which figure feeds which fit:
   workload.
 
 A batched run (requests overlapping) gives acceptance only; its TPOT is a batched
-server's (give it to ``--load-sweep``).
+server's (give it to ``--load-sweep``). A ``benchmark_serving`` run gives the same at
+``max_concurrency`` 1 (sim/calibration/imported.py ``serving_tok_s``), its accept length
+``avg_decoded_tokens_per_iter.mean`` at the k the scenario or ``--num-steps`` says (the file
+does not say it).
 """
 
 from __future__ import annotations
 
+from sim.calibration.imported import serving_accept_length, serving_tok_s
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.importers.trtllm_bench import TrtllmBench
+from sim.calibration.importers.trtllm_serving import MARK, TrtllmServingRun
 from sim.calibration.measurements import (
     AcceptLengthObs,
     BaselinePoint,
@@ -31,7 +37,7 @@ from sim.calibration.measurements import (
     SpecPoint,
 )
 
-__all__ = ["trtllm_bench_measurement"]
+__all__ = ["trtllm_bench_measurement", "trtllm_serving_measurement"]
 
 
 def trtllm_bench_measurement(report: TrtllmBench, rel_error: float) -> Measurements:
@@ -93,3 +99,28 @@ def trtllm_bench_measurement(report: TrtllmBench, rel_error: float) -> Measureme
             baseline = BaselinePoint(tok_s, rel_error * tok_s, tpot_src, context_tokens=ctx)
             out += Measurements(baselines=(baseline,))
     return out + Measurements(notes=tuple(notes))
+
+
+def trtllm_serving_measurement(
+    run: TrtllmServingRun, rel_error: float, num_steps: int | None
+) -> Measurements:
+    """A ``benchmark_serving`` run against ``trtllm-serve``: its engine and model, the
+    accept length at ``num_steps`` (the scenario's or the flag's), and at
+    ``max_concurrency`` 1 the tok/s, 1000 / mean TPOT, with its context and lengths; a run
+    decoding one token an iteration is plain decoding (the baseline)."""
+    src = f"trtllm benchmark_serving {run.source}"
+    out = Measurements(server=(ServerFact("engine", "trtllm", src),), imported=(run.figures(),))
+    if run.model:
+        out += Measurements(server=(ServerFact("model", run.model, f"{src} model_id"),))
+    if run.lengths is not None:
+        out += Measurements(lengths=(run.lengths,))
+    al = run.accept_length
+    if run.speculative:
+        where = (run.source, f"{MARK}: mean")
+        out += serving_accept_length(al, num_steps, rel_error, f"{src} {MARK}.mean", where)
+    out += serving_tok_s(run, src, rel_error, num_steps, al if run.speculative else None)
+    note = (
+        f"{src}: {MARK} is the mean over requests of the server's tokens a decoding "
+        "iteration (1: plain decoding)"
+    )
+    return out + Measurements(notes=(note,))

@@ -25,7 +25,7 @@ from sim.calibration.imported import (
     vllm_bench_measurement,
     vllm_latency_measurement,
 )
-from sim.calibration.imported_trtllm import trtllm_bench_measurement
+from sim.calibration.imported_trtllm import trtllm_bench_measurement, trtllm_serving_measurement
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.sglang_bench import (
     is_one_batch,
@@ -35,11 +35,8 @@ from sim.calibration.importers.sglang_bench import (
 from sim.calibration.importers.sglang_log import read_sglang_log
 from sim.calibration.importers.sglang_server_args import read_sglang_server_args
 from sim.calibration.importers.sglang_serving import is_bench_serving, parse_sglang_serving
-from sim.calibration.importers.trtllm_bench import (
-    is_trtllm_bench,
-    parse_trtllm_bench,
-    read_trtllm_bench,
-)
+from sim.calibration.importers.trtllm_bench import is_trtllm_bench, parse_trtllm_bench
+from sim.calibration.importers.trtllm_serving import MARK, parse_trtllm_serving
 from sim.calibration.importers.vllm_bench import parse_vllm_bench, read_vllm_bench
 from sim.calibration.importers.vllm_metrics import (
     VllmLatency,
@@ -155,11 +152,12 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
         data += vllm_bench_measurement(read_vllm_bench(path), rel_error)
     for path in inputs.sglang_bench:
         text = read_text(path)
-        if is_trtllm_bench(text):
+        if is_trtllm_bench(text) or MARK in text:
             raise SpecsimError(
-                "a trtllm-bench --report_json report, not SGLang's: give it as --trtllm-bench",
+                "a TensorRT-LLM file (trtllm-bench report or benchmark_serving result), not "
+                "SGLang's: give it as --trtllm-bench",
                 source=path,
-                field="world_info",
+                field="world_info" if is_trtllm_bench(text) else MARK,
             )
         if is_bench_serving(text):
             k = inputs.num_steps if inputs.num_steps is not None else base_num_steps
@@ -171,7 +169,14 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
         else:
             data += sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)
     for path in inputs.trtllm_bench:
-        data += trtllm_bench_measurement(read_trtllm_bench(path), rel_error)
+        text = read_text(path)
+        if MARK in text and not is_trtllm_bench(text):
+            k = inputs.num_steps if inputs.num_steps is not None else base_num_steps
+            data += trtllm_serving_measurement(
+                parse_trtllm_serving(text, source=path), rel_error, k
+            )
+        else:
+            data += trtllm_bench_measurement(parse_trtllm_bench(text, source=path), rel_error)
     log_k = inputs.num_steps
     if inputs.sglang_server_args:
         args = read_sglang_server_args(inputs.sglang_server_args)

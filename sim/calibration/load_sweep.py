@@ -26,6 +26,9 @@ names as their writers spell them):
   not record ``--concurrency``), the TPOT ``streaming_metrics.tpot_percentiles.average``
   (None without ``--streaming``), the accept length and draft length from
   ``decoding_stats`` (plain decoding without it);
+- TensorRT-LLM ``benchmark_serving.py --save-result`` JSON (vLLM's lineage, against
+  ``trtllm-serve``; sim/calibration/importers/trtllm_serving.py): vLLM's keys, the accept
+  length ``avg_decoded_tokens_per_iter.mean`` (1: plain decoding);
 - guidellm's benchmarks report JSON (neuralmagic/guidellm, ``GenerativeBenchmarksReport``:
   ``benchmarks[]``, each with ``metrics`` of ``StatusDistributionSummary`` values whose
   ``successful`` summary holds ``mean``/``median``; ``inter_token_latency_ms`` is the
@@ -53,6 +56,7 @@ from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_object, load_objects, number
 from sim.calibration.importers.request_lengths import serving_lengths
 from sim.calibration.importers.trtllm_bench import is_trtllm_bench, parse_trtllm_bench
+from sim.calibration.importers.trtllm_serving import MARK, decoded_per_iter
 from sim.calibration.importers.vllm_bench import request_rate
 from sim.calibration.run_job import RunJob, closed_loop_workers
 from sim.errors import SpecsimError
@@ -65,6 +69,7 @@ FORMATS = (
     "sglang bench_one_batch",
     "sglang bench_speculative",
     "trtllm-bench",
+    "trtllm benchmark_serving",
     "guidellm",
 )
 
@@ -150,7 +155,9 @@ def _serving_run(
     rate = record.get("request_rate")
     rate_per_s = float(rate) if isinstance(rate, int | float) and math.isfinite(rate) else None
     tpot = _positive(_opt(record, "mean_tpot_ms", source, where), "mean_tpot_ms", source, where)
-    if fmt == "vllm bench serve":
+    if fmt == "trtllm benchmark_serving":
+        al: float | None = decoded_per_iter(record, source, where)
+    elif fmt == "vllm bench serve":
         al = _opt(record, "spec_decode_acceptance_length", source, where)
     else:
         al = _opt(record, "accept_length", source, where)
@@ -389,6 +396,9 @@ def _parse(text: str, source: str) -> tuple[LoadPoint, ...]:
             points.append(_one_batch(record, source, where))
         elif "step_time" in record and "acc_length" in record:
             points.append(_speculative_bench(record, source, where))
+        elif MARK in record:
+            points.append(_serving_run(record, source, where, "trtllm benchmark_serving",
+                                       "mean_e2el_ms"))  # fmt: skip
         elif "mean_e2e_latency_ms" in record or "accept_length" in record:
             points.append(_serving_run(record, source, where, "sglang bench_serving",
                                        "mean_e2e_latency_ms"))  # fmt: skip

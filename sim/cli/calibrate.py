@@ -107,7 +107,8 @@ TRTLLM_BENCH_OPTION = files_option(
     "--trtllm-bench",
     "trtllm-bench throughput/latency --report_json JSON (repeatable): its server, "
     "draft length and accept length; tok/s (1000 / mean TPOT) from a --streaming run whose "
-    "requests never overlapped (--concurrency 1).",
+    "requests never overlapped (--concurrency 1). Also TensorRT-LLM benchmark_serving.py "
+    "--save-result JSON (a trtllm-serve run; k from --num-steps or the scenario).",
 )
 SGLANG_LOG_OPTION = click.option(
     "--sglang-log",

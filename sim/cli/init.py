@@ -128,7 +128,8 @@ KERNELS_OPTION = click.option(
 @click.option(
     "--replay",
     type=click.Path(dir_okay=False),
-    help="A vllm bench serve --save-detailed or sglang.bench_serving --output-details result "
+    help="A vllm bench serve --save-detailed, sglang.bench_serving --output-details or "
+    "TensorRT-LLM benchmark_serving --save-detailed result "
     "of one run at --max-concurrency C, or of every request at once (told from its fields): "
     "its requests, in the order listed, become the served job (workload.lengths = "
     "'ordered'; the rows written beside --out as NAME.job.csv).",

@@ -1,7 +1,9 @@
 """trtllm-bench --report_json reports (tests/data/formats/trtllm_bench_report.json, written
 as tensorrt_llm/bench/dataclasses/reporting.py writes them): the server, draft length and
 accept length they state, tok/s of a streamed one-at-a-time run, the load sweep several
-make, and bad input as one line naming the file and the field."""
+make, and bad input as one line naming the file and the field; TensorRT-LLM's
+benchmark_serving results (trtllm_benchmark_serving.json) read as trtllm-serve's, never as
+vLLM's plain decoding."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sim.calibration.imported_trtllm import trtllm_bench_measurement
+from sim.calibration.imported_trtllm import trtllm_bench_measurement, trtllm_serving_measurement
 from sim.calibration.importers.trtllm_bench import parse_trtllm_bench, read_trtllm_bench
+from sim.calibration.importers.trtllm_serving import parse_trtllm_serving
 from sim.calibration.load_sweep import parse_load_sweep
 from sim.cli import main
 from sim.errors import SpecsimError
@@ -259,3 +262,71 @@ def test_a_forced_acceptance_report_is_a_timing_run(tmp_path: Path) -> None:
         f"specsim: error: {batched}: streaming_metrics: no one-request-at-a-time tok/s in this "
         "report (timing needs a --streaming run at --concurrency 1)"
     )
+
+
+SERVING = DATA / "trtllm_benchmark_serving.json"
+
+
+def test_a_benchmark_serving_result_gives_trtllm_figures_at_the_given_k() -> None:
+    run = parse_trtllm_serving(SERVING.read_text(), source="s.json")
+    doc = json.loads(SERVING.read_text())
+    assert run.speculative and run.max_concurrency == 1 and run.completed == 32
+    assert run.accept_length == doc["avg_decoded_tokens_per_iter"]["mean"]
+    data = trtllm_serving_measurement(run, 0.02, 3)
+    (point,) = data.points
+    assert point.num_steps == 3 and point.tok_s == pytest.approx(1000 / doc["mean_tpot_ms"])
+    assert point.context_tokens == 1024 + 256 / 2
+    facts = {f.what: f.value for f in data.server}
+    assert facts == {"engine": "trtllm", "model": "meta-llama/Llama-3.1-8B-Instruct"}
+    with pytest.raises(SpecsimError) as err:
+        trtllm_serving_measurement(run, 0.02, None)
+    assert err.value.field == "avg_decoded_tokens_per_iter: mean"
+    with pytest.raises(SpecsimError):  # above k + 1 at k = 1
+        trtllm_serving_measurement(run, 0.02, 1)
+
+
+def test_a_serving_run_decoding_one_token_an_iteration_is_the_baseline() -> None:
+    doc = json.loads(SERVING.read_text())
+    doc["avg_decoded_tokens_per_iter"]["mean"] = 1.0
+    data = trtllm_serving_measurement(parse_trtllm_serving(json.dumps(doc)), 0.02, None)
+    assert len(data.baselines) == 1 and not data.points and not data.accept_lengths
+    doc["avg_decoded_tokens_per_iter"]["mean"] = 0.0  # the server returned none
+    with pytest.raises(SpecsimError) as err:
+        parse_trtllm_serving(json.dumps(doc))
+    assert err.value.field == "avg_decoded_tokens_per_iter: mean"
+
+
+def test_a_serving_result_read_as_vllms_or_sglangs_points_to_trtllm_bench() -> None:
+    for option in ("--vllm-bench", "--sglang-bench", "--load-sweep"):
+        args = ["calibrate", option, str(SERVING)]
+        if option == "--load-sweep":
+            (point,) = parse_load_sweep(SERVING.read_text())
+            assert point.format == "trtllm benchmark_serving" and point.speculative
+            assert point.accept_length == parse_trtllm_serving(SERVING.read_text()).accept_length
+            continue
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2
+        assert result.stderr.strip().endswith("give it as --trtllm-bench"), result.stderr
+
+
+def test_init_reads_a_serving_result_at_its_num_steps(tmp_path: Path) -> None:
+    out = tmp_path / "s.toml"
+    result = CliRunner().invoke(main, [*_init_args(tmp_path, str(SERVING)), "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    scenario = load_scenario(str(out))
+    assert scenario.server.engine == "trtllm" and scenario.timing.context_tokens == 1152
+    assert scenario.server.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_a_detailed_serving_result_replays_as_the_job(tmp_path: Path) -> None:
+    doc = json.loads(SERVING.read_text())
+    doc.update(input_lens=[1000 + i for i in range(32)], output_lens=[256] * 32, errors=[""] * 32)
+    doc["total_input_tokens"] = sum(doc["input_lens"])
+    path = _write(tmp_path, doc, "detailed.json")
+    out = tmp_path / "s.toml"
+    args = [*_init_args(tmp_path, path), "--replay", path, "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.stderr
+    rows = [r for r in (tmp_path / "s.job.csv").read_text().splitlines() if r[0] != "#"]
+    assert rows[1:] == [f"0,{1000 + i},256" for i in range(32)]
+    assert load_scenario(str(out)).workload.lengths == "ordered"

@@ -119,7 +119,8 @@ def _section(doc: dict[str, Any], key: str, source: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         got = "missing" if key not in doc else type(value).__name__
         raise SpecsimError(
-            f"expected an object, got {got}: not a trtllm-bench --report_json report",
+            f"expected an object, got {got}: not a trtllm-bench --report_json report (nor a "
+            "TensorRT-LLM benchmark_serving result)",
             source=source,
             field=key,
         )

@@ -26,7 +26,9 @@ read (as the writer spells them):
 requests never overlapped, which makes the mean in flight at most 1 (or its
 ``max_batch_size`` is 1). The report states no ``max_draft_len`` either: since per request
 AL - 1 = max_draft_len x acceptance rate, the draft length is (AL - 1) / rate of the two
-averages (one weighting, plain or by output length, applies to both), checked whole.
+averages (one weighting applies to both: plain, or by output length or by iterations in
+later releases), checked whole. ``trtllm-bench latency`` writes the same report, always
+streamed.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from sim.calibration.importers.request_lengths import fixed_lengths
 from sim.calibration.importers.sglang_bench import OneBatchRecord, SglangBench
 from sim.calibration.importers.sglang_server_args import SglangServerArgs
 from sim.calibration.importers.sglang_serving import SglangServingRun
+from sim.calibration.importers.trtllm_serving import TrtllmServingRun
 from sim.calibration.importers.vllm_bench import VllmBenchRun
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters, VllmLatency
 from sim.calibration.measurements import (
@@ -85,12 +86,12 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
                     )
                 )
         spec = run.accept_length if run.speculative and k else None
-        out += _serving_tok_s(run, src, rel_error, k, spec)
+        out += serving_tok_s(run, src, rel_error, k, spec)
     return out
 
 
-def _serving_tok_s(
-    run: VllmBenchRun | SglangServingRun,
+def serving_tok_s(
+    run: VllmBenchRun | SglangServingRun | TrtllmServingRun,
     src: str,
     rel_error: float,
     k: int | None,
@@ -300,24 +301,32 @@ def sglang_serving_measurement(
         al = run.accept_length
         if run.speculative:
             assert al is not None
-            if num_steps is None or num_steps < 1:
-                raise SpecsimError(
-                    "the file does not say k: give --num-steps (or --scenario)",
-                    source=source,
-                    field=f"line {run.line}: accept_length",
-                )
-            if al > num_steps + 1 + 1e-9:
-                raise SpecsimError(
-                    f"{al:g} is above k + 1 = {num_steps + 1} (bonus token included)",
-                    source=source,
-                    field=f"line {run.line}: accept_length",
-                )
-            out += Measurements(
-                accept_lengths=(AcceptLengthObs(num_steps, al, rel_error * al, src),)
-            )
-        out += _serving_tok_s(run, src, rel_error, num_steps, al if run.speculative else None)
+            field = f"line {run.line}: accept_length"
+            out += serving_accept_length(al, num_steps, rel_error, src, (source, field))
+        out += serving_tok_s(run, src, rel_error, num_steps, al if run.speculative else None)
     note = (
         f"SGLang bench_serving {source}: accept_length is the server's running mean "
         "(get_server_info avg_spec_accept_length), its warm-up requests included"
     )
     return out + Measurements(notes=(note,))
+
+
+def serving_accept_length(
+    al: float, num_steps: int | None, rel_error: float, src: str, where: tuple[str, str]
+) -> Measurements:
+    """A serving run's accept length at ``num_steps`` (its file does not say k: the
+    scenario's or the flag's), error ``rel_error`` x value; SpecsimError at ``where``
+    (file, field) without a k or above k + 1."""
+    if num_steps is None or num_steps < 1:
+        raise SpecsimError(
+            "the file does not say k: give --num-steps (or --scenario)",
+            source=where[0],
+            field=where[1],
+        )
+    if al > num_steps + 1 + 1e-9:
+        raise SpecsimError(
+            f"{al:g} is above k + 1 = {num_steps + 1} (bonus token included)",
+            source=where[0],
+            field=where[1],
+        )
+    return Measurements(accept_lengths=(AcceptLengthObs(num_steps, al, rel_error * al, src),))

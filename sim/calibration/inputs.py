@@ -3,7 +3,7 @@
 ``CalibrationInputs`` holds the options as given (paths and figures); ``read_inputs`` turns
 them into one ``Measurements``: the real drafter's runs (figures, a vLLM /metrics scrape,
 ``vllm bench serve`` JSON, SGLang ``bench_speculative`` / ``bench_one_batch`` /
-``bench_serving`` JSONL, an
+``bench_serving`` JSONL, ``trtllm-bench --report_json``, an
 SGLang log and its ``server_args`` line, per-request counts), and, with timing runs
 (synthetic or forced acceptance), the two-stage split: timings from the timing runs only,
 acceptance from the real runs only, whose tok/s are held out as checks.
@@ -25,6 +25,7 @@ from sim.calibration.imported import (
     vllm_bench_measurement,
     vllm_latency_measurement,
 )
+from sim.calibration.imported_trtllm import trtllm_bench_measurement, trtllm_serving_measurement
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.sglang_bench import (
     is_one_batch,
@@ -34,6 +35,8 @@ from sim.calibration.importers.sglang_bench import (
 from sim.calibration.importers.sglang_log import read_sglang_log
 from sim.calibration.importers.sglang_server_args import read_sglang_server_args
 from sim.calibration.importers.sglang_serving import is_bench_serving, parse_sglang_serving
+from sim.calibration.importers.trtllm_bench import is_trtllm_bench, parse_trtllm_bench
+from sim.calibration.importers.trtllm_serving import MARK, parse_trtllm_serving
 from sim.calibration.importers.vllm_bench import parse_vllm_bench, read_vllm_bench
 from sim.calibration.importers.vllm_metrics import (
     VllmLatency,
@@ -84,6 +87,7 @@ class CalibrationInputs:
     metrics_batch1: bool = False
     vllm_bench: tuple[str, ...] = ()
     sglang_bench: tuple[str, ...] = ()
+    trtllm_bench: tuple[str, ...] = ()
     sglang_log: str | None = None
     sglang_server_args: str | None = None
     timing_runs: tuple[str, ...] = ()
@@ -148,6 +152,13 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
         data += vllm_bench_measurement(read_vllm_bench(path), rel_error)
     for path in inputs.sglang_bench:
         text = read_text(path)
+        if is_trtllm_bench(text) or MARK in text:
+            raise SpecsimError(
+                "a TensorRT-LLM file (trtllm-bench report or benchmark_serving result), not "
+                "SGLang's: give it as --trtllm-bench",
+                source=path,
+                field="world_info" if is_trtllm_bench(text) else MARK,
+            )
         if is_bench_serving(text):
             k = inputs.num_steps if inputs.num_steps is not None else base_num_steps
             runs = parse_sglang_serving(text, source=path)
@@ -157,6 +168,15 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
             data += sglang_one_batch_measurement(records, path, rel_error)
         else:
             data += sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)
+    for path in inputs.trtllm_bench:
+        text = read_text(path)
+        if MARK in text and not is_trtllm_bench(text):
+            k = inputs.num_steps if inputs.num_steps is not None else base_num_steps
+            data += trtllm_serving_measurement(
+                parse_trtllm_serving(text, source=path), rel_error, k
+            )
+        else:
+            data += trtllm_bench_measurement(parse_trtllm_bench(text, source=path), rel_error)
     log_k = inputs.num_steps
     if inputs.sglang_server_args:
         args = read_sglang_server_args(inputs.sglang_server_args)
@@ -219,9 +239,20 @@ def _sglang_log(
 
 def timing_run(path: str, rel_error: float) -> Measurements:
     """A synthetic-acceptance run, its format told by its content (vLLM bench serve JSON,
-    SGLang bench_speculative JSONL, or a vLLM /metrics scrape of batch-1 traffic)."""
+    SGLang bench_speculative JSONL, a trtllm-bench report, or a vLLM /metrics scrape of
+    batch-1 traffic)."""
     text = read_text(path)
     head = text.lstrip()[:1]
+    if is_trtllm_bench(text):
+        data = trtllm_bench_measurement(parse_trtllm_bench(text, source=path), rel_error)
+        if not (data.points or data.baselines):
+            raise SpecsimError(
+                "no one-request-at-a-time tok/s in this report (timing needs a --streaming "
+                "run at --concurrency 1)",
+                source=path,
+                field="streaming_metrics",
+            )
+        return data
     if head == "{":
         if '"step_time"' in text and '"acc_length"' in text:
             return sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)

@@ -20,6 +20,15 @@ names as their writers spell them):
 - SGLang ``scripts/playground/bench_speculative.py --output`` JSON Lines (``batch_size``,
   ``steps``, ``topk``, ``num_draft_tokens``, ``acc_length``, ``step_time``): chains
   (topk 1) and trees (topk > 1) at several batch sizes;
+- ``trtllm-bench throughput|latency --report_json`` JSON (NVIDIA/TensorRT-LLM
+  ``tensorrt_llm/bench/dataclasses/reporting.py``, sim/calibration/importers/trtllm_bench.py):
+  one run a file; the load is ``request_info.avg_num_concurrent_requests`` (the report does
+  not record ``--concurrency``), the TPOT ``streaming_metrics.tpot_percentiles.average``
+  (None without ``--streaming``), the accept length and draft length from
+  ``decoding_stats`` (plain decoding without it);
+- TensorRT-LLM ``benchmark_serving.py --save-result`` JSON (vLLM's lineage, against
+  ``trtllm-serve``; sim/calibration/importers/trtllm_serving.py): vLLM's keys, the accept
+  length ``avg_decoded_tokens_per_iter.mean`` (1: plain decoding);
 - guidellm's benchmarks report JSON (neuralmagic/guidellm, ``GenerativeBenchmarksReport``:
   ``benchmarks[]``, each with ``metrics`` of ``StatusDistributionSummary`` values whose
   ``successful`` summary holds ``mean``/``median``; ``inter_token_latency_ms`` is the
@@ -46,6 +55,8 @@ from typing import Any
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_object, load_objects, number
 from sim.calibration.importers.request_lengths import serving_lengths
+from sim.calibration.importers.trtllm_bench import is_trtllm_bench, parse_trtllm_bench
+from sim.calibration.importers.trtllm_serving import MARK, decoded_per_iter
 from sim.calibration.importers.vllm_bench import request_rate
 from sim.calibration.run_job import RunJob, closed_loop_workers
 from sim.errors import SpecsimError
@@ -57,6 +68,8 @@ FORMATS = (
     "sglang bench_serving",
     "sglang bench_one_batch",
     "sglang bench_speculative",
+    "trtllm-bench",
+    "trtllm benchmark_serving",
     "guidellm",
 )
 
@@ -142,7 +155,9 @@ def _serving_run(
     rate = record.get("request_rate")
     rate_per_s = float(rate) if isinstance(rate, int | float) and math.isfinite(rate) else None
     tpot = _positive(_opt(record, "mean_tpot_ms", source, where), "mean_tpot_ms", source, where)
-    if fmt == "vllm bench serve":
+    if fmt == "trtllm benchmark_serving":
+        al: float | None = decoded_per_iter(record, source, where)
+    elif fmt == "vllm bench serve":
         al = _opt(record, "spec_decode_acceptance_length", source, where)
     else:
         al = _opt(record, "accept_length", source, where)
@@ -249,6 +264,29 @@ def _speculative_bench(record: dict[str, Any], source: str, where: str) -> LoadP
     )  # fmt: skip
 
 
+def _trtllm_bench(text: str, source: str) -> LoadPoint:
+    """A ``trtllm-bench`` report: one run at its mean number of requests in flight."""
+    report = parse_trtllm_bench(text, source=source)
+    return LoadPoint(
+        source=source,
+        where="report",
+        format="trtllm-bench",
+        load=report.avg_in_flight,
+        load_kind="in flight",
+        speculative=report.speculative,
+        tpot_ms=report.tpot_ms,
+        accept_length=report.accept_length if report.speculative else 1.0,
+        output_tok_s=report.output_tok_s,
+        ttft_ms=report.ttft_ms,
+        completed=report.num_requests,
+        context_tokens=report.context_tokens,
+        # a chain: one beam, the k drafts and the bonus verified (SGLang's num_draft_tokens)
+        num_steps=report.num_steps,
+        topk=1 if report.num_steps is not None else None,
+        num_draft_tokens=report.num_steps + 1 if report.num_steps is not None else None,
+    )
+
+
 def _summary(metrics: dict[str, Any], key: str, source: str, where: str) -> float | None:
     """``metrics[key].successful.mean`` of a guidellm report (None when absent)."""
     value = metrics.get(key)
@@ -344,6 +382,8 @@ def parse_load_sweep(text: str, *, source: str = "<sweep>") -> tuple[LoadPoint, 
 
 def _parse(text: str, source: str) -> tuple[LoadPoint, ...]:
     stripped = text.lstrip()
+    if is_trtllm_bench(text):
+        return (_trtllm_bench(text, source),)
     if stripped.startswith("{") and '"benchmarks"' in text:
         doc = load_object(text.strip(), source)
         if "benchmarks" in doc:
@@ -356,6 +396,9 @@ def _parse(text: str, source: str) -> tuple[LoadPoint, ...]:
             points.append(_one_batch(record, source, where))
         elif "step_time" in record and "acc_length" in record:
             points.append(_speculative_bench(record, source, where))
+        elif MARK in record:
+            points.append(_serving_run(record, source, where, "trtllm benchmark_serving",
+                                       "mean_e2el_ms"))  # fmt: skip
         elif "mean_e2e_latency_ms" in record or "accept_length" in record:
             points.append(_serving_run(record, source, where, "sglang bench_serving",
                                        "mean_e2e_latency_ms"))  # fmt: skip

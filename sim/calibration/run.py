@@ -73,8 +73,8 @@ def run_calibration(
     if data.empty and inputs.load_sweeps:
         raise SpecsimError(
             "the batched terms are fitted over a batch-1 fit, and no batch-1 figure is given: "
-            "give the sweep's files as --sglang-bench or --vllm-bench too (their "
-            "max_concurrency 1 runs), or --baseline-tok-s and --point",
+            "give the sweep's files as --sglang-bench, --vllm-bench or --trtllm-bench too "
+            "(their concurrency 1 runs), or --baseline-tok-s and --point",
             source="--load-sweep",
         )
     result = calibrate(base, data, fit_timing=fit_timing, acceptance=acceptance, prefer=prefer)

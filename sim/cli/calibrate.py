@@ -1,7 +1,8 @@
 """``specsim calibrate``: fit a scenario to measured figures and the files servers write.
 
 Inputs (any mix): ``--baseline-tok-s``/``--point`` figures; a vLLM ``/metrics`` scrape;
-``vllm bench serve`` result JSON; SGLang ``bench_speculative`` JSONL; an SGLang log
+``vllm bench serve`` result JSON; SGLang ``bench_speculative`` JSONL; ``trtllm-bench
+--report_json`` reports; an SGLang log
 (``Decode batch`` lines, and its ``server_args`` line for k); ``--timing-run`` files from
 runs with synthetic or forced acceptance. Without ``--scenario`` nothing is fitted: the
 command prints what it read (import-only).
@@ -15,6 +16,9 @@ against the calibrated model (``checks``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -35,21 +39,28 @@ MIN_REL_ERROR = 1e-6
 
 TIMING_RUN_HELP = (
     "A run with synthetic or forced acceptance (repeatable; vLLM bench serve JSON, SGLang "
-    "bench_speculative JSONL or a vLLM /metrics scrape of batch-1 traffic): fits the timings "
+    "bench_speculative JSONL, a trtllm-bench --report_json of a --streaming --concurrency 1 "
+    "run, or a vLLM /metrics scrape of batch-1 traffic): fits the timings "
     "only. vLLM: --speculative-config with rejection_sample_method='synthetic' and "
     "synthetic_acceptance_length = L (bonus included) or synthetic_acceptance_rates; SGLang: "
     "SGLANG_SIMULATE_ACC_LEN=L (bonus included, METHOD=match-expected keeps the mean); "
     "TensorRT-LLM: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = L - 1 (bonus excluded; give "
-    "that run as --point K:L:TOKS). With a timing run, the other files fit acceptance only."
+    "that run's report, or --point K:L:TOKS). With a timing run, the other files fit "
+    "acceptance only."
 )
 
 
-PER_REQUEST_OPTION = click.option(
+def files_option(flag: str, text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A repeatable option naming files (help ``text``), its parameter named after the flag."""
+    return click.option(
+        flag, flag.removeprefix("--").replace("-", "_"), multiple=True,
+        type=click.Path(dir_okay=False), help=text,
+    )  # fmt: skip
+
+
+PER_REQUEST_OPTION = files_option(
     "--per-request",
-    "per_request",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Per-request speculative counts (repeatable): SGLang /generate responses or "
+    "Per-request speculative counts (repeatable): SGLang /generate responses or "
     "--export-metrics-to-file records (meta_info spec_verify_ct, ...), or vLLM responses "
     "with metrics.speculative_decoding (--per-request-spec-decode-metrics). Fits the "
     "per-request spread of acceptance (docs/per-request.md).",
@@ -82,21 +93,22 @@ VLLM_METRICS_OPTION = click.option(
     type=click.Path(dir_okay=False),
     help="A vLLM /metrics scrape (Prometheus text): speculative-decoding counters.",
 )
-VLLM_BENCH_OPTION = click.option(
+VLLM_BENCH_OPTION = files_option(
     "--vllm-bench",
-    "vllm_bench",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
+    "vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
 )
-SGLANG_BENCH_OPTION = click.option(
+SGLANG_BENCH_OPTION = files_option(
     "--sglang-bench",
-    "sglang_bench",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records), "
+    "SGLang bench_speculative.py --output JSONL (batch_size 1 records), "
     "sglang.bench_one_batch --result-filename JSONL (the baseline) or sglang.bench_serving "
     "--output-file JSONL (max_concurrency 1 runs; k from --num-steps); repeatable.",
+)
+TRTLLM_BENCH_OPTION = files_option(
+    "--trtllm-bench",
+    "trtllm-bench throughput/latency --report_json JSON (repeatable): its server, "
+    "draft length and accept length; tok/s (1000 / mean TPOT) from a --streaming run whose "
+    "requests never overlapped (--concurrency 1). Also TensorRT-LLM benchmark_serving.py "
+    "--save-result JSON (a trtllm-serve run; k from --num-steps or the scenario).",
 )
 SGLANG_LOG_OPTION = click.option(
     "--sglang-log",
@@ -147,6 +159,7 @@ PREFER_OPTION = click.option(
 )
 @VLLM_BENCH_OPTION
 @SGLANG_BENCH_OPTION
+@TRTLLM_BENCH_OPTION
 @SGLANG_LOG_OPTION
 @click.option(
     "--sglang-server-args",
@@ -193,11 +206,12 @@ PREFER_OPTION = click.option(
     multiple=True,
     type=click.Path(dir_okay=False),
     help="Runs at several concurrencies or request rates (repeatable; vllm bench serve JSON, "
-    "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, guidellm report "
-    "JSON): fits the batched terms (serving.host_us_per_request, serving.kernel_slope) to "
-    "their decode time per token after the batch-1 fit, and records the runs in the written "
-    "scenario ([[serving.calibrated_on]]): the serving commands' intervals are then "
-    "conditioned on them (docs/load-calibration.md).",
+    "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, trtllm-bench "
+    "--report_json (one a concurrency), guidellm report JSON): fits the batched terms "
+    "(serving.host_us_per_request, serving.kernel_slope) to their decode time per token after "
+    "the batch-1 fit, and records the runs in the written scenario "
+    "([[serving.calibrated_on]]): the serving commands' intervals are then conditioned on "
+    "them (docs/load-calibration.md).",
 )
 @PER_REQUEST_OPTION
 @PER_REQUEST_FORMAT_OPTION
@@ -214,6 +228,7 @@ def calibrate_command(
     metrics_batch1: bool,
     vllm_bench: tuple[str, ...],
     sglang_bench: tuple[str, ...],
+    trtllm_bench: tuple[str, ...],
     sglang_log: str | None,
     sglang_server_args: str | None,
     timing_runs: tuple[str, ...],

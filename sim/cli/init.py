@@ -14,6 +14,7 @@ from sim.cli.calibrate import (
     REL_ERROR_OPTION,
     SGLANG_BENCH_OPTION,
     SGLANG_LOG_OPTION,
+    TRTLLM_BENCH_OPTION,
     VLLM_BENCH_OPTION,
     VLLM_METRICS_OPTION,
 )
@@ -127,7 +128,8 @@ KERNELS_OPTION = click.option(
 @click.option(
     "--replay",
     type=click.Path(dir_okay=False),
-    help="A vllm bench serve --save-detailed or sglang.bench_serving --output-details result "
+    help="A vllm bench serve --save-detailed, sglang.bench_serving --output-details or "
+    "TensorRT-LLM benchmark_serving --save-detailed result "
     "of one run at --max-concurrency C, or of every request at once (told from its fields): "
     "its requests, in the order listed, become the served job (workload.lengths = "
     "'ordered'; the rows written beside --out as NAME.job.csv).",
@@ -139,6 +141,7 @@ KERNELS_OPTION = click.option(
 @VLLM_BENCH_OPTION
 @VLLM_METRICS_OPTION
 @SGLANG_BENCH_OPTION
+@TRTLLM_BENCH_OPTION
 @SGLANG_LOG_OPTION
 @PER_REQUEST_OPTION
 @PER_REQUEST_FORMAT_OPTION
@@ -158,7 +161,8 @@ def init_command(
     drafter, num_steps, draft_params, draft_config, accept_length, verify_ms,
     verify_cuda_graph, kernels_per_layer, context_tokens,
     input_tokens, output_tokens, replay, model_id, name,
-    baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
+    baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, trtllm_bench, sglang_log,
+    per_request,
     per_request_format, rel_error, prefer, out, quiet, verbose,
 ) -> None:  # fmt: skip
     """Write a commented scenario of a server from its model's config.json, GPU, engine and

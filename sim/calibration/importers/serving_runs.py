@@ -8,7 +8,10 @@ by its own importer:
 - SGLang ``python -m sglang.bench_serving --output-file F [--output-details]``
   (sim/calibration/importers/sglang_serving.py; read at sgl-project/sglang commit
   0033168f0f58b2bc05aa0273bd475d9c01bafb1c, ``benchmark()``): one JSON line appended a
-  run, so a file holds every run written to it.
+  run, so a file holds every run written to it;
+- TensorRT-LLM ``benchmark_serving.py --save-result [--save-detailed]`` against
+  ``trtllm-serve`` (sim/calibration/importers/trtllm_serving.py): one JSON object, told by
+  its ``avg_decoded_tokens_per_iter``, which neither other writer has.
 
 Told apart by the first run's keys: SGLang's result always has ``dataset_name`` (and,
 since it reads the server's accept length, ``accept_length``), vLLM's never; vLLM's has
@@ -29,6 +32,7 @@ from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.importers.sglang_serving import parse_sglang_serving
+from sim.calibration.importers.trtllm_serving import MARK, parse_trtllm_serving
 from sim.calibration.importers.vllm_bench import parse_vllm_bench, sglang_mark
 
 __all__ = ["ServingFormat", "ServingRun", "read_serving_runs"]
@@ -75,6 +79,11 @@ SGLANG = ServingFormat(
 )
 
 
+TRTLLM = ServingFormat(
+    "TensorRT-LLM benchmark_serving", "--save-detailed", "", fields_by_line=False
+)
+
+
 def _is_sglang(record: dict[str, Any]) -> bool:
     return sglang_mark(record) is not None
 
@@ -87,4 +96,6 @@ def read_serving_runs(path: str | Path) -> tuple[ServingFormat, tuple[ServingRun
     first = load_objects(text, source, infinity=True)[0][1]
     if _is_sglang(first):
         return SGLANG, parse_sglang_serving(text, source=source)
+    if MARK in first:
+        return TRTLLM, (parse_trtllm_serving(text, source=source),)
     return VLLM, parse_vllm_bench(text, source=source)

@@ -21,55 +21,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.calibration.importers.jsonfile import load_objects, number
-from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, check_step_ms
-from sim.calibration.importers.request_lengths import RequestLengths, serving_lengths
-from sim.calibration.importers.vllm_bench import request_count, request_rate, vllm_mark
+from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH
+from sim.calibration.importers.serving_record import ServingFields, serving_fields
+from sim.calibration.importers.vllm_bench import vllm_mark
 from sim.errors import SpecsimError
 
 __all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving"]
 
 
 @dataclass(frozen=True, slots=True)
-class SglangServingRun:
+class SglangServingRun(ServingFields):
     """One ``bench_serving`` run; ``accept_length`` None without speculation."""
 
-    source: str
-    line: int
-    backend: str | None
-    max_concurrency: int | None
-    completed: int
-    mean_tpot_ms: float | None
-    std_tpot_ms: float | None
-    accept_length: float | None
-    #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
-    context_tokens: float | None
-    lengths: RequestLengths | None
-    #: Requests a second it was sent at (inf: all at once, the default); None where the
-    #: file does not say.
-    request_rate: float | None = None
+    backend: str | None = None
+    accept_length: float | None = None
 
     @property
     def speculative(self) -> bool:
         return self.accept_length is not None and self.accept_length > 1.0
 
-    @property
-    def tok_s(self) -> float | None:
-        """Per-request decode tok/s, 1000 / mean TPOT."""
-        return 1000.0 / self.mean_tpot_ms if self.mean_tpot_ms else None
-
     def figures(self) -> dict[str, Any]:
         """The run's figures as read (its per-request lengths left out)."""
         return {
             "format": "SGLang bench_serving JSONL",
-            "source": self.source,
-            "line": self.line,
+            **self.common_figures(),
             "backend": self.backend,
-            "max_concurrency": self.max_concurrency,
-            "completed": self.completed,
-            "mean_tpot_ms": self.mean_tpot_ms,
-            "std_tpot_ms": self.std_tpot_ms,
             "accept_length": self.accept_length,
-            "context_tokens": self.context_tokens,
         }
 
 
@@ -83,50 +60,24 @@ def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
             source=source,
             field=f"{where}: {mark}",
         )
-
-    def opt(key: str) -> float | None:
-        return number(record, key, source, where) if record.get(key) is not None else None
-
-    conc = request_count(record.get("max_concurrency"), source, f"{where}: max_concurrency")
-    completed = number(record, "completed", source, where)
-    if not (completed >= 0 and completed.is_integer()):
-        raise SpecsimError(
-            f"{completed:g} is not a count of requests", source=source, field=f"{where}: completed"
-        )
-    tpot = opt("mean_tpot_ms")
-    if tpot is not None:
-        check_step_ms(tpot, source, f"{where}: mean_tpot_ms")
-    std = opt("std_tpot_ms")
-    if std is not None and std < 0:
-        raise SpecsimError(f"{std:g} must be >= 0", source=source, field=f"{where}: std_tpot_ms")
-    al = opt("accept_length")
+    al = (
+        number(record, "accept_length", source, where)
+        if record.get("accept_length") is not None
+        else None
+    )
     if al is not None and not 1.0 <= al <= MAX_ACCEPT_LENGTH:
         raise SpecsimError(
             f"{al:g} is outside [1, {MAX_ACCEPT_LENGTH:g}] (bonus token included)",
             source=source,
             field=f"{where}: accept_length",
         )
-    lengths = serving_lengths(record, source, where)
-    context = (
-        lengths.input_mean + lengths.output_mean / 2.0
-        if lengths is not None
-        and lengths.input_mean is not None
-        and lengths.output_mean is not None
-        else None
-    )
     backend = record.get("backend")
     return SglangServingRun(
         source=source,
         line=line,
         backend=backend if isinstance(backend, str) else None,
-        max_concurrency=conc,
-        completed=int(completed),
-        mean_tpot_ms=tpot,
-        std_tpot_ms=std,
         accept_length=al,
-        context_tokens=context,
-        lengths=lengths,
-        request_rate=request_rate(record.get("request_rate")),
+        **serving_fields(record, source, where),
     )
 
 

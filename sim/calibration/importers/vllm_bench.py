@@ -244,6 +244,20 @@ def parse_vllm_bench(text: str, *, source: str = "<bench>") -> tuple[VllmBenchRu
     # Infinity read (SGLang's bench_serving writes its default rate so) to name that file
     # for what it is; ``number`` still refuses it wherever a figure is read.
     for line, result in load_objects(text, source, infinity=True):
+        if "avg_decoded_tokens_per_iter" in result:  # read as vLLM's, it would be plain decoding
+            raise SpecsimError(
+                "a TensorRT-LLM benchmark_serving result (a key vLLM's does not write), not "
+                "vllm bench serve's: give it as --trtllm-bench",
+                source=source,
+                field="avg_decoded_tokens_per_iter",
+            )
+        if "world_info" in result and vllm_mark(result) is None:
+            raise SpecsimError(
+                "a trtllm-bench --report_json report, not vllm bench serve's: give it as "
+                "--trtllm-bench",
+                source=source,
+                field="world_info",
+            )
         if "mean_tpot_ms" not in result and ACCEPT_LENGTH not in result:
             raise SpecsimError(
                 "not a vllm bench serve result (no mean_tpot_ms, no spec_decode_* keys)",

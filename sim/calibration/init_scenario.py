@@ -715,7 +715,7 @@ def init_and_calibrate(
         return init_scenario(req), None
     if prefer is None:  # --prefer says which wins; without it, refused here in the flags' words
         config = read_json(req.config) if req.model_id is None else {}
-        check_init_server(req.engine, config, req.config, data)
+        check_init_server(req.engine, config, req.config, data, req.num_steps)
     model = next((f for f in data.server if f.what == "model"), None)
     if req.model_id is None and model is not None:
         req = replace(req, model_id=str(model.value), model_id_source=f"named by {model.source}")

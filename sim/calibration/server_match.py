@@ -191,12 +191,18 @@ def config_families(config: dict[str, Any]) -> set[str]:
 
 
 def check_init_server(
-    engine: str, config: dict[str, Any], config_source: str, data: Measurements
+    engine: str,
+    config: dict[str, Any],
+    config_source: str,
+    data: Measurements,
+    num_steps: int | None = None,
 ) -> None:
     """``specsim init``'s figures against its flags, before the scenario is named from
     them: SpecsimError when a file was written by another engine than ``--engine``
-    (pointing to the engine that wrote it), or names a model of another family than the
-    config.json's (a ``model_id`` naming only other families; ids naming no family, a
+    (pointing to the engine that wrote it), when the figures were all measured at one
+    num_steps other than ``--num-steps`` (``None``: plain decoding, k = 0; figures at
+    several k pass, each is fitted at its own), or names a model of another family than
+    the config.json's (a ``model_id`` naming only other families; ids naming no family, a
     fine-tune's, pass)."""
     for fact in data.server:
         if fact.what == "engine" and fact.value != engine:
@@ -205,6 +211,7 @@ def check_init_server(
                 f"if the figures are this server's, or the {engine} server's own figures",
                 source="--engine",
             )
+    _check_init_num_steps(num_steps or 0, data)
     ours = config_families(config)
     for fact in data.server:
         if fact.what != "model" or not ours:
@@ -218,3 +225,24 @@ def check_init_server(
                 source=fact.source,
                 field="model",
             )
+
+
+def _check_init_num_steps(num_steps: int, data: Measurements) -> None:
+    """SpecsimError in init's flags when every figure was measured at one num_steps and
+    ``--num-steps`` says another (or no drafter, k = 0)."""
+    facts = num_steps_facts(data)
+    ks = {f.value for f in facts}
+    if len(ks) != 1 or num_steps in ks:
+        return
+    fact = facts[0]
+    if fact.value == 0:
+        said, give = "plain decoding", "drop --drafter and --num-steps"
+    else:
+        said = f"speculative decoding at num_steps {fact.value}"
+        give = f"give --drafter and --num-steps {fact.value}"
+    flags = f"--num-steps {num_steps}" if num_steps else "no --drafter"
+    raise SpecsimError(
+        f"{flags}, but the figures of {fact.source} are of {said}: {give} if they are this "
+        "server's",
+        source="--num-steps",
+    )

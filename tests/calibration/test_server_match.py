@@ -143,3 +143,23 @@ def test_init_refuses_another_engines_or_models_figures() -> None:
         SpecsimError, match=r"b\.json: model: meta-llama/Llama-3\.1-70B-Instruct is not"
     ):
         check_init_server("vllm", QWEN3_MOE_CONFIG, "config.json", llama)
+
+
+def test_init_names_the_num_steps_its_figures_were_measured_at() -> None:
+    """Figures all measured at k = 3 beside no --drafter (or another --num-steps) are
+    refused in init's flags, not as a base scenario the user never wrote; figures at
+    several k, or at the flags' k, pass."""
+    at_3 = Measurements(server=(ServerFact("num_steps", 3, "r.json"),))
+    with pytest.raises(
+        SpecsimError,
+        match=r"--num-steps: no --drafter, but the figures of r\.json are of speculative "
+        r"decoding at num_steps 3: give --drafter and --num-steps 3",
+    ):
+        check_init_server("trtllm", {}, "config.json", at_3)
+    with pytest.raises(SpecsimError, match=r"--num-steps: --num-steps 4, but"):
+        check_init_server("trtllm", {}, "config.json", at_3, 4)
+    check_init_server("trtllm", {}, "config.json", at_3, 3)
+    several = Measurements(
+        server=(ServerFact("num_steps", 3, "a.json"), ServerFact("num_steps", 5, "b.json"))
+    )
+    check_init_server("trtllm", {}, "config.json", several, 5)

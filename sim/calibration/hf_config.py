@@ -20,7 +20,8 @@ Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
 module (sim/calibration/quant_layout.py), what every pass reads apart from the routed
 experts (sim/calibration/weight_bytes.py).
 KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
-GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank.
+GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank; an
+element of the cache at the server's KV cache dtype (sim/calibration/kv_cache_dtype.py).
 
 Hybrid targets (Qwen3-Next and Qwen3.5 style: ``layer_types`` naming ``linear_attention``
 and ``full_attention`` layers, or ``full_attention_interval``, with ``linear_*`` Gated
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.calibration import checkpoint_modules as names
+from sim.calibration.kv_cache_dtype import KvCache, bytes_text, kv_cache_of
 from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout, uniform_fp8
 from sim.calibration.weight_bytes import LayerWeights, layout_bytes
 from sim.errors import SpecsimError
@@ -83,6 +85,8 @@ class HfModel:
     #: ``layer_params`` of a full-attention layer (a hybrid's ``layer_params`` is the mean
     #: over both kinds; an MTP module's layer is full attention).
     full_attention_layer_params: float = 0.0
+    #: The server's KV cache its ``kv_bytes_per_token`` is priced at.
+    kv_cache: KvCache | None = None
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -464,15 +468,25 @@ def language_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return raw, "config.json"
 
 
+def quantized_part(raw: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config.json holding its ``quantization_config``: the top level when it
+    has one, else the language model's (``language_config``)."""
+    return raw if "quantization_config" in raw else language_config(raw)[0]
+
+
 def read_raw(path: str | Path) -> dict[str, Any]:
     """The language model's part of a config.json (``language_config``)."""
     return language_config(read_json(path))[0]
 
 
-def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
+def read_hf_config(
+    path: str | Path, *, tensor_parallel: int = 1, kv_cache: KvCache | None = None
+) -> HfModel:
     """The model geometry and weights of a config.json; SpecsimError naming the field that
     is missing or malformed."""
-    return hf_model_of(read_json(path), str(path), tensor_parallel=tensor_parallel)
+    return hf_model_of(
+        read_json(path), str(path), tensor_parallel=tensor_parallel, kv_cache=kv_cache
+    )
 
 
 def kv_heads_named(cfg: dict[str, Any]) -> str:
@@ -490,11 +504,14 @@ def hf_model_of(
     *,
     tensor_parallel: int = 1,
     unstated_bytes: Derived | None = None,
+    kv_cache: KvCache | None = None,
 ) -> HfModel:
     """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
     a drafter checkpoint nests its layers' config inside its own (speculators'
     ``transformer_layer_config``). ``unstated_bytes``: the bytes a weight when the config
-    states neither a quantization nor a dtype (a drafter: the target's); None: an error."""
+    states neither a quantization nor a dtype (a drafter: the target's); None: an error.
+    ``kv_cache``: the server's KV cache (sim/calibration/kv_cache_dtype.py); None: what the
+    engines' ``--kv-cache-dtype auto`` makes of this config."""
     check_decoder_only(raw, source)
     cfg, where = language_config(raw)
     archs = raw.get("architectures") or [raw.get("model_type", "unknown")]
@@ -661,15 +678,18 @@ def hf_model_of(
         if not linear
         else f"{attention_layers} full-attention layers ({cite(linear_why)})"
     )
+    if kv_cache is None:
+        kv_cache = kv_cache_of(quantized_part(raw), source, None)
+    size, element = kv_cache.bytes_per_element, bytes_text(kv_cache.bytes_per_element)
     v["kv_bytes_per_token"] = Derived(
-        # KV cache in BF16/FP16: 2 bytes an element
-        float(kv_per_token_layer * 2 * attention_layers),
+        float(kv_per_token_layer * size * attention_layers),
         (
-            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x 2 bytes x {kv_layers}, on every rank"
+            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x {size:g} x {kv_layers}, on every rank"
             if mla
             else f"2 (K and V) x head_dim x ceil({kv_heads_named(cfg)} / TP {tensor_parallel}) "
-            f"x 2 bytes x {kv_layers}, per rank"
-        ),
+            f"x {element} x {kv_layers}, per rank"
+        )
+        + f"; KV cache: {kv_cache.origin}",
     )
     heads_per_rank = heads / tensor_parallel
     v["attention_flops_per_pair"] = Derived(
@@ -687,5 +707,5 @@ def hf_model_of(
         v["linear_layers"] = Derived(linear, cite(linear_why))
     full_layer = v["layer_params"].value - mixer + full_attention  # an MTP layer's
     return HfModel(
-        source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer
+        source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer, kv_cache
     )

@@ -16,9 +16,9 @@ Field names as transformers' configuration classes spell them (``LlamaConfig``,
 - the LM head ``vocab x hidden`` (read every pass, tied to the embedding or not).
 
 Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
-``torch_dtype``/``dtype``, an FP8 ``quantization_config`` 1; any other quantization module by
-module (sim/calibration/quant_layout.py), what every pass reads apart from the routed
-experts (sim/calibration/weight_bytes.py).
+``torch_dtype``/``dtype``; a ``quantization_config`` (FP8 included: its LM head and routers
+stay at the model's dtype) module by module (sim/calibration/quant_layout.py), what every
+pass reads apart from the routed experts (sim/calibration/weight_bytes.py).
 KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
 GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank; an
 element of the cache at the server's KV cache dtype (sim/calibration/kv_cache_dtype.py).
@@ -50,7 +50,7 @@ from typing import Any
 
 from sim.calibration import checkpoint_modules as names
 from sim.calibration.kv_cache_dtype import KvCache, bytes_text, kv_cache_of
-from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout, uniform_fp8
+from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout
 from sim.calibration.weight_bytes import LayerWeights, layout_bytes
 from sim.errors import SpecsimError
 from sim.files import json_depth, read_bounded_text
@@ -140,12 +140,8 @@ def _first(cfg: dict[str, Any], *names: str) -> str | None:
 
 
 def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
-    """Bytes a weight of ``cfg`` (named ``where`` in the origin) stored uniformly: an FP8
-    ``quantization_config`` (``uniform_fp8``) 1, else its ``torch_dtype``/``dtype``."""
-    quant = cfg.get("quantization_config")
-    if isinstance(quant, dict):
-        method = str(quant.get("quant_method", "")).lower()
-        return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
+    """Bytes a weight of unquantized ``cfg`` (named ``where`` in the origin): its
+    ``torch_dtype``/``dtype``."""
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
     return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
 
@@ -170,7 +166,7 @@ def _weight_bytes(
     level's (a nested config may state it either side)."""
     quant_cfg, quant_where = (raw, "config.json") if "quantization_config" in raw else (cfg, where)
     quant = quant_cfg.get("quantization_config")
-    if not isinstance(quant, dict) or uniform_fp8(quant):
+    if not isinstance(quant, dict):
         stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
         unstated = _first(cfg, "torch_dtype", "dtype") is None
         if unstated_bytes is not None and not stated and unstated:
@@ -684,7 +680,7 @@ def hf_model_of(
     v["kv_bytes_per_token"] = Derived(
         float(kv_per_token_layer * size * attention_layers),
         (
-            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x {size:g} x {kv_layers}, on every rank"
+            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x {element} x {kv_layers}, on every rank"
             if mla
             else f"2 (K and V) x head_dim x ceil({kv_heads_named(cfg)} / TP {tensor_parallel}) "
             f"x {element} x {kv_layers}, per rank"

@@ -51,7 +51,7 @@ from typing import Any
 from sim.calibration import checkpoint_modules as names
 from sim.calibration.kv_cache_dtype import KvCache, bytes_text, kv_cache_of
 from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout
-from sim.calibration.weight_bytes import LayerWeights, layout_bytes
+from sim.calibration.weight_bytes import LayerWeights, layout_bytes, mtp_module_bytes
 from sim.errors import SpecsimError
 from sim.files import json_depth, read_bounded_text
 
@@ -87,6 +87,10 @@ class HfModel:
     full_attention_layer_params: float = 0.0
     #: The server's KV cache its ``kv_bytes_per_token`` is priced at.
     kv_cache: KvCache | None = None
+    #: One DeepSeek-style MTP module's bytes a weight and its widths by kind
+    #: (``mtp_module_bytes``), for a checkpoint stored at mixed widths with
+    #: ``num_nextn_predict_layers``; None: its modules are at ``weight_bytes_per_param``.
+    mtp_bytes: tuple[float, str] | None = None
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -159,21 +163,24 @@ def _weight_bytes(
     source: str,
     weights: LayerWeights,
     unstated_bytes: Derived | None,
-) -> dict[str, Derived]:
+    mtp: tuple[float, float] | None = None,
+) -> tuple[dict[str, Derived], tuple[float, str] | None]:
     """``weight_bytes_per_param`` (and, for a MoE stored at mixed widths, its
     ``expert_bytes_per_param``): the ``quantization_config`` at the top level, else the
     language model's; its unquantized weights at the language model's dtype, else the top
-    level's (a nested config may state it either side)."""
+    level's (a nested config may state it either side). With ``mtp`` (an MTP module's active
+    routed-expert and eh_proj parameters) and a quantization read by layout, also
+    ``mtp_module_bytes``'s (else None)."""
     quant_cfg, quant_where = (raw, "config.json") if "quantization_config" in raw else (cfg, where)
     quant = quant_cfg.get("quantization_config")
     if not isinstance(quant, dict):
         stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
         unstated = _first(cfg, "torch_dtype", "dtype") is None
         if unstated_bytes is not None and not stated and unstated:
-            return {"weight_bytes_per_param": unstated_bytes}
+            return {"weight_bytes_per_param": unstated_bytes}, None
         if "quantization_config" in raw or unstated:
-            return {"weight_bytes_per_param": _bytes_per_param(raw, source)}
-        return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}
+            return {"weight_bytes_per_param": _bytes_per_param(raw, source)}, None
+        return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}, None
     own = _first(cfg, "torch_dtype", "dtype") is not None
     dtype_cfg, dtype_where = (cfg, where) if own else (raw, "config.json")
     stated = _first(dtype_cfg, "torch_dtype", "dtype") is not None
@@ -192,7 +199,8 @@ def _weight_bytes(
     out = {"weight_bytes_per_param": Derived(*weight)}
     if expert is not None:
         out["expert_bytes_per_param"] = Derived(*expert)
-    return out
+    module = mtp_module_bytes(weights, layout, dense, *mtp, source) if mtp else None
+    return out, module
 
 
 def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
@@ -667,7 +675,12 @@ def hf_model_of(
             kinds["shared experts"] = (shared_names, shared)
     flags = linear_flags(cfg, layers) if linear and not mla else (False,) * layers
     weights = LayerWeights(flags, dense if moe else layers, kinds, cfg is not raw)
-    v.update(_weight_bytes(raw, cfg, where, source, weights, unstated_bytes))
+    mtp = None
+    if cfg.get("num_nextn_predict_layers"):  # DeepSeek-style MTP modules after the layers
+        active = v["experts_per_token"].value * v["expert_params"].value if moe else 0.0
+        mtp = (float(active), 2.0 * hidden * hidden)
+    found, mtp_bytes = _weight_bytes(raw, cfg, where, source, weights, unstated_bytes, mtp)
+    v.update(found)
     # the layers that keep a KV cache (a hybrid's full-attention layers only)
     kv_layers = (
         f"{layers} layers"
@@ -703,5 +716,15 @@ def hf_model_of(
         v["linear_layers"] = Derived(linear, cite(linear_why))
     full_layer = v["layer_params"].value - mixer + full_attention  # an MTP layer's
     return HfModel(
-        source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer, kv_cache
+        source,
+        str(archs[0]),
+        v,
+        moe,
+        mla,
+        heads,
+        kv_heads,
+        attention_layers,
+        full_layer,
+        kv_cache,
+        mtp_bytes,
     )

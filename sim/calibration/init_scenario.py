@@ -19,7 +19,9 @@ The drafter's weights read a pass (``model.draft_params``):
 - ``mtp``: the config's MTP modules, ``num_nextn_predict_layers`` (DeepSeek-V3, Kimi-K2) or
   ``mtp_num_hidden_layers`` (the Qwen3.5 family, in ``text_config`` when nested), each a
   target decoder layer (its active experts only, at batch 1) with eh_proj / fc (2 x hidden x
-  hidden) and the shared LM head; on a hybrid target the MTP layer is full attention
+  hidden) and the shared LM head (a DeepSeek-style module of a checkpoint stored at mixed
+  widths at its own mean, ``model.draft_bytes_per_param``: sim/calibration/weight_bytes.py
+  ``mtp_module_bytes``); on a hybrid target the MTP layer is full attention
   (vLLM's qwen3_5_mtp.py), so its KV a token is one full-attention layer's
   (``model.draft_kv_bytes_per_token``: the target's KV over its full-attention layers,
   times the modules);
@@ -260,6 +262,10 @@ def _drafter_params(
         if model.is_moe:
             layer += model.get("experts_per_token") * model.get("expert_params")
         per_module = layer + 2 * hidden * hidden + head
+        own = None
+        if model.mtp_bytes is not None:  # stored at mixed widths: its own mean
+            mean, kinds = model.mtp_bytes
+            own = (mean, f"{req.config}: an MTP module's parameter-weighted mean: {kinds}")
         return (
             float(n * per_module),
             n,
@@ -267,7 +273,7 @@ def _drafter_params(
                 f"derived: {n} MTP module(s) ({origin}), each a decoder layer with its active "
                 "experts, eh_proj 2 x hidden x hidden and the shared LM head"
             ),
-            None,
+            own,
         )
     if req.draft_config is None:
         raise SpecsimError(

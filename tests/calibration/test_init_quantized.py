@@ -338,3 +338,22 @@ def test_a_hybrids_linear_layers_kept_apart_layer_by_layer(tmp_path: Path) -> No
     )
     assert m.get("weight_bytes_per_param") == pytest.approx(want, rel=1e-12)
     assert "linear attention, LM head at 2 B a weight" in m.values["weight_bytes_per_param"].origin
+
+
+def test_deepseek_r1s_mtp_module_is_read_at_its_own_widths() -> None:
+    """The MTP module (model.layers.61): attention, shared and 8 active experts in FP8; its
+    router, eh_proj (vLLM's plain nn.Linear) and the shared LM head in bf16, summed by hand."""
+    req = InitRequest(str(DEEPSEEK_R1), "H200", "vllm", gpus=8, drafter="mtp", num_steps=1,
+                      accept_length=1.8)  # fmt: skip
+    init = init_scenario(req)
+    hidden = 7168
+    attention = (hidden * 1536 + 1536 * 128 * (128 + 64) + hidden * (512 + 64)
+                 + 512 * 128 * (128 + 128) + 128 * 128 * hidden)  # fmt: skip
+    fp8 = attention + 3 * hidden * 2048 + 8 * 3 * hidden * 2048  # shared + 8 routed experts
+    bf16 = hidden * 256 + 2 * hidden * hidden + 129280 * hidden  # router, eh_proj, LM head
+    m = init.scenario.model
+    assert m.draft_params == fp8 + bf16
+    want = (fp8 * BLOCK_FP8 + 2 * bf16) / (fp8 + bf16)
+    assert m.draft_bytes_per_param == pytest.approx(want, rel=1e-12)
+    assert 1.6 < m.draft_bytes_per_param < 1.7  # not the target's 1.064: the head dominates
+    assert "router, LM head, eh_proj at 2 B" in init.comments["model.draft_bytes_per_param"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.calibration.hf_config import Derived, HfModel, hf_model_of
+from sim.calibration.kv_cache_dtype import KvCache
 from sim.errors import SpecsimError
 
 __all__ = [
@@ -49,12 +50,13 @@ def drafter_layers(
     *,
     speculators: bool,
     tensor_parallel: int = 1,
+    kv_cache: KvCache | None = None,
 ) -> tuple[HfModel, dict[str, Any], str]:
     """(the drafter's decoder layers as a model, their config, where it sits) of config
     ``raw`` (read from ``path``); its weights at its own dtype (``quantization_config``,
     ``torch_dtype``), else at the ``target``'s bytes a weight, said so; SpecsimError naming
     the file and field when the layers' config is missing or mixture-of-experts (give
-    ``--draft-params``)."""
+    ``--draft-params``); its KV a token at ``kv_cache`` (None: its own config's ``auto``)."""
     layer_cfg = raw.get("transformer_layer_config") if speculators else raw
     where = "transformer_layer_config" if speculators else "config.json"
     if not isinstance(layer_cfg, dict):
@@ -68,6 +70,7 @@ def drafter_layers(
         path,
         tensor_parallel=tensor_parallel,
         unstated_bytes=unstated_bytes(target, path),
+        kv_cache=kv_cache,
     )
     if draft.is_moe:
         raise SpecsimError(

@@ -36,6 +36,7 @@ from typing import Any
 
 from sim.calibration.drafter_size import DrafterSize, drafter_layers, drafter_size
 from sim.calibration.hf_config import HfModel, read_json
+from sim.calibration.kv_cache_dtype import KvCache
 from sim.errors import SpecsimError
 
 __all__ = ["eagle3_drafter", "is_eagle3_drafter"]
@@ -62,10 +63,12 @@ def _positive_int(raw: dict[str, Any], name: str, source: str) -> int | None:
     return value
 
 
-def eagle3_drafter(path: str, target: HfModel, *, tensor_parallel: int = 1) -> DrafterSize:
+def eagle3_drafter(
+    path: str, target: HfModel, *, tensor_parallel: int = 1, kv: KvCache | None = None
+) -> DrafterSize:
     """The EAGLE-3 drafter of config ``path`` for ``target`` (module docstring);
     SpecsimError naming the file and field when it is not an EAGLE-3 drafter's, not this
-    target's, or cannot be read."""
+    target's, or cannot be read. ``kv``: its KV cache (None: its own config's ``auto``)."""
     raw = read_json(path)
     if not is_eagle3_drafter(raw):
         kind = raw.get("speculators_model_type")
@@ -82,7 +85,7 @@ def eagle3_drafter(path: str, target: HfModel, *, tensor_parallel: int = 1) -> D
         )
     speculators = raw.get("speculators_model_type") == "eagle3"
     draft, layer_cfg, where = drafter_layers(
-        raw, path, target, speculators=speculators, tensor_parallel=tensor_parallel
+        raw, path, target, speculators=speculators, tensor_parallel=tensor_parallel, kv_cache=kv
     )
     hidden = int(draft.get("hidden_size"))
     target_hidden = int(target.get("hidden_size"))

@@ -16,11 +16,12 @@ Field names as transformers' configuration classes spell them (``LlamaConfig``,
 - the LM head ``vocab x hidden`` (read every pass, tied to the embedding or not).
 
 Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
-``torch_dtype``/``dtype``, an FP8 ``quantization_config`` 1; any other quantization module by
-module (sim/calibration/quant_layout.py), what every pass reads apart from the routed
-experts (sim/calibration/weight_bytes.py).
+``torch_dtype``/``dtype``; a ``quantization_config`` (FP8 included: its LM head and routers
+stay at the model's dtype) module by module (sim/calibration/quant_layout.py), what every
+pass reads apart from the routed experts (sim/calibration/weight_bytes.py).
 KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
-GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank.
+GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank; an
+element of the cache at the server's KV cache dtype (sim/calibration/kv_cache_dtype.py).
 
 Hybrid targets (Qwen3-Next and Qwen3.5 style: ``layer_types`` naming ``linear_attention``
 and ``full_attention`` layers, or ``full_attention_interval``, with ``linear_*`` Gated
@@ -48,8 +49,9 @@ from pathlib import Path
 from typing import Any
 
 from sim.calibration import checkpoint_modules as names
-from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout, uniform_fp8
-from sim.calibration.weight_bytes import LayerWeights, layout_bytes
+from sim.calibration.kv_cache_dtype import KvCache, bytes_text, kv_cache_of
+from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout
+from sim.calibration.weight_bytes import LayerWeights, layout_bytes, mtp_module_bytes
 from sim.errors import SpecsimError
 from sim.files import json_depth, read_bounded_text
 
@@ -83,6 +85,12 @@ class HfModel:
     #: ``layer_params`` of a full-attention layer (a hybrid's ``layer_params`` is the mean
     #: over both kinds; an MTP module's layer is full attention).
     full_attention_layer_params: float = 0.0
+    #: The server's KV cache its ``kv_bytes_per_token`` is priced at.
+    kv_cache: KvCache | None = None
+    #: One DeepSeek-style MTP module's bytes a weight and its widths by kind
+    #: (``mtp_module_bytes``), for a checkpoint stored at mixed widths with
+    #: ``num_nextn_predict_layers``; None: its modules are at ``weight_bytes_per_param``.
+    mtp_bytes: tuple[float, str] | None = None
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -136,12 +144,8 @@ def _first(cfg: dict[str, Any], *names: str) -> str | None:
 
 
 def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
-    """Bytes a weight of ``cfg`` (named ``where`` in the origin) stored uniformly: an FP8
-    ``quantization_config`` (``uniform_fp8``) 1, else its ``torch_dtype``/``dtype``."""
-    quant = cfg.get("quantization_config")
-    if isinstance(quant, dict):
-        method = str(quant.get("quant_method", "")).lower()
-        return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
+    """Bytes a weight of unquantized ``cfg`` (named ``where`` in the origin): its
+    ``torch_dtype``/``dtype``."""
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
     return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
 
@@ -159,21 +163,24 @@ def _weight_bytes(
     source: str,
     weights: LayerWeights,
     unstated_bytes: Derived | None,
-) -> dict[str, Derived]:
+    mtp: tuple[float, float] | None = None,
+) -> tuple[dict[str, Derived], tuple[float, str] | None]:
     """``weight_bytes_per_param`` (and, for a MoE stored at mixed widths, its
     ``expert_bytes_per_param``): the ``quantization_config`` at the top level, else the
     language model's; its unquantized weights at the language model's dtype, else the top
-    level's (a nested config may state it either side)."""
+    level's (a nested config may state it either side). With ``mtp`` (an MTP module's active
+    routed-expert and eh_proj parameters) and a quantization read by layout, also
+    ``mtp_module_bytes``'s (else None)."""
     quant_cfg, quant_where = (raw, "config.json") if "quantization_config" in raw else (cfg, where)
     quant = quant_cfg.get("quantization_config")
-    if not isinstance(quant, dict) or uniform_fp8(quant):
+    if not isinstance(quant, dict):
         stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
         unstated = _first(cfg, "torch_dtype", "dtype") is None
         if unstated_bytes is not None and not stated and unstated:
-            return {"weight_bytes_per_param": unstated_bytes}
+            return {"weight_bytes_per_param": unstated_bytes}, None
         if "quantization_config" in raw or unstated:
-            return {"weight_bytes_per_param": _bytes_per_param(raw, source)}
-        return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}
+            return {"weight_bytes_per_param": _bytes_per_param(raw, source)}, None
+        return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}, None
     own = _first(cfg, "torch_dtype", "dtype") is not None
     dtype_cfg, dtype_where = (cfg, where) if own else (raw, "config.json")
     stated = _first(dtype_cfg, "torch_dtype", "dtype") is not None
@@ -192,7 +199,8 @@ def _weight_bytes(
     out = {"weight_bytes_per_param": Derived(*weight)}
     if expert is not None:
         out["expert_bytes_per_param"] = Derived(*expert)
-    return out
+    module = mtp_module_bytes(weights, layout, dense, *mtp, source) if mtp else None
+    return out, module
 
 
 def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
@@ -464,15 +472,25 @@ def language_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return raw, "config.json"
 
 
+def quantized_part(raw: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config.json holding its ``quantization_config``: the top level when it
+    has one, else the language model's (``language_config``)."""
+    return raw if "quantization_config" in raw else language_config(raw)[0]
+
+
 def read_raw(path: str | Path) -> dict[str, Any]:
     """The language model's part of a config.json (``language_config``)."""
     return language_config(read_json(path))[0]
 
 
-def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
+def read_hf_config(
+    path: str | Path, *, tensor_parallel: int = 1, kv_cache: KvCache | None = None
+) -> HfModel:
     """The model geometry and weights of a config.json; SpecsimError naming the field that
     is missing or malformed."""
-    return hf_model_of(read_json(path), str(path), tensor_parallel=tensor_parallel)
+    return hf_model_of(
+        read_json(path), str(path), tensor_parallel=tensor_parallel, kv_cache=kv_cache
+    )
 
 
 def kv_heads_named(cfg: dict[str, Any]) -> str:
@@ -490,11 +508,14 @@ def hf_model_of(
     *,
     tensor_parallel: int = 1,
     unstated_bytes: Derived | None = None,
+    kv_cache: KvCache | None = None,
 ) -> HfModel:
     """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
     a drafter checkpoint nests its layers' config inside its own (speculators'
     ``transformer_layer_config``). ``unstated_bytes``: the bytes a weight when the config
-    states neither a quantization nor a dtype (a drafter: the target's); None: an error."""
+    states neither a quantization nor a dtype (a drafter: the target's); None: an error.
+    ``kv_cache``: the server's KV cache (sim/calibration/kv_cache_dtype.py); None: what the
+    engines' ``--kv-cache-dtype auto`` makes of this config."""
     check_decoder_only(raw, source)
     cfg, where = language_config(raw)
     archs = raw.get("architectures") or [raw.get("model_type", "unknown")]
@@ -654,22 +675,30 @@ def hf_model_of(
             kinds["shared experts"] = (shared_names, shared)
     flags = linear_flags(cfg, layers) if linear and not mla else (False,) * layers
     weights = LayerWeights(flags, dense if moe else layers, kinds, cfg is not raw)
-    v.update(_weight_bytes(raw, cfg, where, source, weights, unstated_bytes))
+    mtp = None
+    if cfg.get("num_nextn_predict_layers"):  # DeepSeek-style MTP modules after the layers
+        active = v["experts_per_token"].value * v["expert_params"].value if moe else 0.0
+        mtp = (float(active), 2.0 * hidden * hidden)
+    found, mtp_bytes = _weight_bytes(raw, cfg, where, source, weights, unstated_bytes, mtp)
+    v.update(found)
     # the layers that keep a KV cache (a hybrid's full-attention layers only)
     kv_layers = (
         f"{layers} layers"
         if not linear
         else f"{attention_layers} full-attention layers ({cite(linear_why)})"
     )
+    if kv_cache is None:
+        kv_cache = kv_cache_of(quantized_part(raw), source, None)
+    size, element = kv_cache.bytes_per_element, bytes_text(kv_cache.bytes_per_element)
     v["kv_bytes_per_token"] = Derived(
-        # KV cache in BF16/FP16: 2 bytes an element
-        float(kv_per_token_layer * 2 * attention_layers),
+        float(kv_per_token_layer * size * attention_layers),
         (
-            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x 2 bytes x {kv_layers}, on every rank"
+            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x {element} x {kv_layers}, on every rank"
             if mla
             else f"2 (K and V) x head_dim x ceil({kv_heads_named(cfg)} / TP {tensor_parallel}) "
-            f"x 2 bytes x {kv_layers}, per rank"
-        ),
+            f"x {element} x {kv_layers}, per rank"
+        )
+        + f"; KV cache: {kv_cache.origin}",
     )
     heads_per_rank = heads / tensor_parallel
     v["attention_flops_per_pair"] = Derived(
@@ -687,5 +716,15 @@ def hf_model_of(
         v["linear_layers"] = Derived(linear, cite(linear_why))
     full_layer = v["layer_params"].value - mixer + full_attention  # an MTP layer's
     return HfModel(
-        source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer
+        source,
+        str(archs[0]),
+        v,
+        moe,
+        mla,
+        heads,
+        kv_heads,
+        attention_layers,
+        full_layer,
+        kv_cache,
+        mtp_bytes,
     )

@@ -228,15 +228,19 @@ def server_args_measurement(args: SglangServerArgs) -> Measurements:
         facts.append(ServerFact("tensor_parallel", args.tp_size, src))
     if args.num_steps:
         facts.append(ServerFact("num_steps", args.num_steps, src))
-    return Measurements(
-        server=tuple(facts),
-        imported=(args.figures(),),
-        notes=(
-            f"SGLang server_args {args.source} line {args.line}: algorithm "
-            f"{args.speculative_algorithm}, num_steps {args.num_steps}, topk {args.topk}, "
-            f"num_draft_tokens {args.num_draft_tokens}, tp_size {args.tp_size}",
-        ),
-    )
+    notes = [
+        f"SGLang server_args {args.source} line {args.line}: algorithm "
+        f"{args.speculative_algorithm}, num_steps {args.num_steps}, topk {args.topk}, "
+        f"num_draft_tokens {args.num_draft_tokens}, tp_size {args.tp_size}"
+    ]
+    dtype = args.kv_cache_dtype
+    if dtype is not None and dtype != "auto":
+        notes.append(
+            f"SGLang server_args {args.source}: kv_cache_dtype {dtype}; calibrate keeps the base "
+            f"scenario's model.kv_bytes_per_token (specsim init --kv-cache-dtype {dtype} "
+            "derives this server's)"
+        )
+    return Measurements(server=tuple(facts), imported=(args.figures(),), notes=tuple(notes))
 
 
 def sglang_one_batch_measurement(

@@ -19,7 +19,9 @@ The drafter's weights read a pass (``model.draft_params``):
 - ``mtp``: the config's MTP modules, ``num_nextn_predict_layers`` (DeepSeek-V3, Kimi-K2) or
   ``mtp_num_hidden_layers`` (the Qwen3.5 family, in ``text_config`` when nested), each a
   target decoder layer (its active experts only, at batch 1) with eh_proj / fc (2 x hidden x
-  hidden) and the shared LM head; on a hybrid target the MTP layer is full attention
+  hidden) and the shared LM head (a DeepSeek-style module of a checkpoint stored at mixed
+  widths at its own mean, ``model.draft_bytes_per_param``: sim/calibration/weight_bytes.py
+  ``mtp_module_bytes``); on a hybrid target the MTP layer is full attention
   (vLLM's qwen3_5_mtp.py), so its KV a token is one full-attention layer's
   (``model.draft_kv_bytes_per_token``: the target's KV over its full-attention layers,
   times the modules);
@@ -51,6 +53,7 @@ from sim.calibration.hf_config import (
     HfModel,
     hf_model_of,
     language_config,
+    quantized_part,
     read_hf_config,
     read_json,
     read_raw,
@@ -58,6 +61,7 @@ from sim.calibration.hf_config import (
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.init_job import InitJob
 from sim.calibration.init_workload import init_workload
+from sim.calibration.kv_cache_dtype import KvCache, drafter_kv_cache, kv_cache_of
 from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
@@ -127,6 +131,9 @@ class InitRequest:
     #: The plain decode pass the figures give (1000 / the baseline tok/s) and its source:
     #: what an ungraphed measured verify's GPU work is taken from (``verify_compute``).
     decode_ms: tuple[float, str] | None = None
+    #: The server's ``--kv-cache-dtype`` (engine spellings, sim/calibration/kv_cache_dtype.py);
+    #: None: ``auto``.
+    kv_cache_dtype: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +262,10 @@ def _drafter_params(
         if model.is_moe:
             layer += model.get("experts_per_token") * model.get("expert_params")
         per_module = layer + 2 * hidden * hidden + head
+        own = None
+        if model.mtp_bytes is not None:  # stored at mixed widths: its own mean
+            mean, kinds = model.mtp_bytes
+            own = (mean, f"{req.config}: an MTP module's parameter-weighted mean: {kinds}")
         return (
             float(n * per_module),
             n,
@@ -262,7 +273,7 @@ def _drafter_params(
                 f"derived: {n} MTP module(s) ({origin}), each a decoder layer with its active "
                 "experts, eh_proj 2 x hidden x hidden and the shared LM head"
             ),
-            None,
+            own,
         )
     if req.draft_config is None:
         raise SpecsimError(
@@ -270,13 +281,23 @@ def _drafter_params(
             source="--drafter draft_model",
         )
     path = str(req.draft_config)
-    draft = hf_model_of(read_json(path), path, unstated_bytes=unstated_bytes(model, path))
+    raw = read_json(path)
+    draft = hf_model_of(
+        raw, path, unstated_bytes=unstated_bytes(model, path), kv_cache=_draft_kv(req, model, raw)
+    )
     layers = draft.get("layers")
     total = layers * draft.get("layer_params") + draft.get("lm_head_params")
     if draft.is_moe:
         total += layers * draft.get("experts_per_token") * draft.get("expert_params")
     why = f"derived from {path}: every layer and its LM head"
     return float(total), layers, why, drafter_bytes(draft, path)
+
+
+def _draft_kv(req: InitRequest, model: HfModel, draft: dict[str, Any]) -> KvCache:
+    """The KV cache of the drafter of config ``draft`` (``--draft-config``) on the server
+    of target ``model`` (``drafter_kv_cache``)."""
+    assert model.kv_cache is not None and req.draft_config is not None
+    return drafter_kv_cache(model.kv_cache, req.engine, draft, req.draft_config)
 
 
 def _parallel_drafter(
@@ -302,8 +323,9 @@ def _parallel_drafter(
             source=flag,
         )
     assert req.drafter is not None and req.num_steps is not None
+    kv = _draft_kv(req, model, read_json(req.draft_config))
     drafter = parallel_drafter(
-        req.draft_config, model, req.drafter, req.num_steps, tensor_parallel=tp
+        req.draft_config, model, req.drafter, req.num_steps, tensor_parallel=tp, kv=kv
     )
     _set(raw, comments, "model.draft_params", drafter.params, drafter.params_why)
     _draft_bytes(drafter.bytes_per_param, drafter.bytes_why, raw, comments)
@@ -336,7 +358,8 @@ def _eagle3_drafter(
     """An EAGLE-3 drafter's fields from its own config.json (``--draft-config``;
     sim/calibration/eagle3_drafter.py): its parameters, layers and KV a token."""
     assert req.draft_config is not None
-    drafter = eagle3_drafter(req.draft_config, model, tensor_parallel=tp)
+    kv = _draft_kv(req, model, read_json(req.draft_config))
+    drafter = eagle3_drafter(req.draft_config, model, tensor_parallel=tp, kv=kv)
     _set(raw, comments, "model.draft_params", drafter.params, drafter.params_why)
     _draft_bytes(drafter.bytes_per_param, drafter.bytes_why, raw, comments)
     if drafter.layers != 1:
@@ -502,7 +525,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
             "size comes from the target's config.json)",
             source="--draft-config",
         )
-    model = read_hf_config(req.config, tensor_parallel=tp)
+    kv = kv_cache_of(quantized_part(read_json(req.config)), req.config, req.kv_cache_dtype)
+    model = read_hf_config(req.config, tensor_parallel=tp, kv_cache=kv)
     engine = ENGINES[req.engine]
     raw: dict[str, Any] = {}
     comments: dict[str, str] = {}

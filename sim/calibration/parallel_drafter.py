@@ -40,6 +40,7 @@ from typing import Any
 
 from sim.calibration.drafter_size import DrafterSize, drafter_layers, drafter_size
 from sim.calibration.hf_config import HfModel, read_json
+from sim.calibration.kv_cache_dtype import KvCache
 from sim.errors import SpecsimError
 
 __all__ = ["PARALLEL_DRAFTERS", "ParallelDrafter", "parallel_drafter"]
@@ -81,10 +82,17 @@ def _target_layers(raw: dict[str, Any], speculators: bool, source: str) -> tuple
 
 
 def parallel_drafter(
-    path: str, target: HfModel, method: str, num_steps: int, *, tensor_parallel: int = 1
+    path: str,
+    target: HfModel,
+    method: str,
+    num_steps: int,
+    *,
+    tensor_parallel: int = 1,
+    kv: KvCache | None = None,
 ) -> ParallelDrafter:
     """The drafter of checkpoint config ``path`` for ``target`` (module docstring);
-    SpecsimError naming the file and field it cannot read."""
+    SpecsimError naming the file and field it cannot read. ``kv``: its KV cache (None: its
+    own config's ``auto``)."""
     raw = read_json(path)
     kind = raw.get("speculators_model_type")
     speculators = kind is not None
@@ -95,7 +103,7 @@ def parallel_drafter(
             field="speculators_model_type",
         )
     draft, _, where = drafter_layers(
-        raw, path, target, speculators=speculators, tensor_parallel=tensor_parallel
+        raw, path, target, speculators=speculators, tensor_parallel=tensor_parallel, kv_cache=kv
     )
     layers = int(draft.get("layers"))
     hidden = int(draft.get("hidden_size"))

@@ -21,6 +21,12 @@ Layouts read (field names as the checkpoints spell them):
 - **mxfp4** (``quant_method: mxfp4``; gpt-oss): the routed experts only, 4 bits + an E8M0 scale
   every 32 weights (transformers quantizer_mxfp4.py ``param_element_size``: 0.5 + 1/32 bytes),
   unless ``modules_to_not_convert`` names them; everything else at the model's dtype.
+- **fp8** (``quant_method: fp8``, or ``fmt: e4m3`` without ``bits``; DeepSeek-V3/R1's and
+  Qwen3's FP8 checkpoints, vLLM's ``Fp8Config``): every decoder linear layer and the routed
+  experts at 8 bits, + one FP32 scale (``weight_scale_inv``) a ``weight_block_size`` block
+  (128 x 128: 8 + 32/16384 bits), a scale a tensor without one (left out); the modules
+  ``modules_to_not_convert`` (``ignored_layers``) names at the model's dtype (matched as
+  ``should_convert_module``: the module or a parent).
 - **bits** (GPTQ, AWQ and the other ``bits``/``w_bit`` layouts): every decoder linear layer
   at ``bits`` + a 16-bit scale every ``group_size`` weights + a ``bits`` zero point (GPTQ's
   ``qzeros`` always, AWQ's unless ``zero_point`` is false, others unless ``sym``); the LM
@@ -28,7 +34,9 @@ Layouts read (field names as the checkpoints spell them):
 
 Whatever the layout, routers and (bits layouts aside) the LM head stay at the model's dtype:
 vLLM builds routers with ``quant_config=None`` (deepseek_v2.py, qwen3_moe.py, gpt_oss.py) and
-its ``ParallelLMHead`` is no ``LinearBase`` a compressed-tensors or ModelOpt config quantizes.
+its ``ParallelLMHead`` is no ``LinearBase`` a compressed-tensors, ModelOpt or FP8 config
+quantizes (``Fp8Config.get_quant_method`` quantizes ``LinearBase`` and ``FusedMoE`` only; an
+FP8 checkpoint stores ``lm_head.weight`` in bf16, without a ``weight_scale_inv``).
 Per-tensor and per-output-row scales (one a row of thousands of weights, under 0.2% of the
 bytes), GPTQ's ``g_idx`` and NVFP4's per-tensor FP32 scale are left out. A layout or field
 not read here is refused in one line (``SpecsimError``), never guessed.
@@ -45,7 +53,7 @@ from typing import Any
 from sim.calibration.checkpoint_modules import Part
 from sim.errors import SpecsimError
 
-__all__ = ["LM_HEAD", "ROUTED", "ROUTER", "Layout", "Width", "read_layout", "uniform_fp8"]
+__all__ = ["LM_HEAD", "ROUTED", "ROUTER", "Layout", "Width", "read_layout"]
 
 #: ``Part.kind`` of the routers and of the LM head (kept at the model's dtype), and of the
 #: routed experts.
@@ -73,6 +81,8 @@ NVFP4_GROUP = 16
 MXFP4_GROUP, MXFP4_SCALE_BITS = 32, 8
 #: Bits of a GPTQ/AWQ group scale (float16).
 GPTQ_SCALE_BITS = 16
+#: Bits of a block-FP8 checkpoint's scale a block (``weight_scale_inv``, float32).
+FP8_BLOCK_SCALE_BITS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,18 +390,42 @@ def _bits_field(quant: dict[str, Any]) -> str | None:
     return next((f for f in ("bits", "w_bit") if quant.get(f) is not None), None)
 
 
-def uniform_fp8(quant: dict[str, Any]) -> bool:
-    """An FP8 checkpoint read as every weight 1 byte (``quant_method`` naming fp8, or ``fmt``
-    e4m3, without ``bits``): DeepSeek's and Qwen's block-FP8 layout, whose LM head and
-    routers stay in the model's dtype, is still priced uniformly (not re-derived here)."""
+def _is_fp8(quant: dict[str, Any]) -> bool:
+    """An FP8 checkpoint's layout (``quant_method`` naming fp8, or ``fmt`` e4m3, without
+    ``bits``), not one of the layouts read apart."""
     method = str(quant.get("quant_method", "")).lower()
     plain = method not in ("compressed-tensors", "mxfp4") and not method.startswith("modelopt")
     return plain and _bits_field(quant) is None and ("fp8" in method or quant.get("fmt") == "e4m3")
 
 
+def _fp8(quant: dict[str, Any], dense: Width, source: str) -> Layout:
+    key = "ignored_layers" if "ignored_layers" in quant else "modules_to_not_convert"
+    keep = _strings(quant.get(key), source, key)
+    block = quant.get("weight_block_size")
+    if block is None:
+        width = _bits_width(8, "fp8: a scale a tensor, left out")
+    else:
+        name = "weight_block_size"
+        if not (isinstance(block, list) and len(block) == 2):
+            raise _field(source, name, f"must be [rows, columns], got {block!r}")
+        rows, cols = _pos_int(block[0], source, name), _pos_int(block[1], source, name)
+        width = _bits_width(
+            8 + FP8_BLOCK_SCALE_BITS / (rows * cols),
+            f"fp8, weight_block_size {rows} x {cols}; + a {FP8_BLOCK_SCALE_BITS}-bit scale a "
+            "block (weight_scale_inv, float32)",
+        )
+
+    def rule(names: tuple[str, ...], kind: str) -> Width:
+        if kind in (ROUTER, LM_HEAD) or any(_keeps(p, n) for p in keep for n in names):
+            return dense
+        return width
+
+    return Layout("fp8", f"weight_block_size, {key}", rule, keep, _keeps)
+
+
 def read_layout(quant: dict[str, Any], dense: Width, source: str) -> Layout:
     """The layout of ``quantization_config`` ``quant`` (``dense``: the model's unquantized
-    width; not for ``uniform_fp8`` ones); SpecsimError naming the field for one not read."""
+    width); SpecsimError naming the field for one not read."""
     method = str(quant.get("quant_method", "")).lower()
     if method == "compressed-tensors":
         return _compressed_tensors(quant, dense, source)
@@ -399,6 +433,8 @@ def read_layout(quant: dict[str, Any], dense: Width, source: str) -> Layout:
         return _modelopt(quant, dense, source)
     if method == "mxfp4":
         return _mxfp4(quant, dense, source)
+    if _is_fp8(quant):
+        return _fp8(quant, dense, source)
     bits_field = _bits_field(quant)
     if bits_field is not None:
         return _bits(quant, bits_field, dense, source)

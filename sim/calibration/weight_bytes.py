@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sim.calibration.checkpoint_modules import Part, lm_head_names, projection_names
 from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Layout, Width
 
-__all__ = ["LayerWeights", "layout_bytes", "parts_of"]
+__all__ = ["LayerWeights", "layout_bytes", "mtp_module_bytes", "parts_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +101,28 @@ def layout_bytes(
         return weight, None
     split = "the mean over the MoE layers: " if len({wd for _, wd in routed}) > 1 else ""
     return weight, (_mean(routed), f"derived: {read}: {split}{_kinds(routed)}")
+
+
+def mtp_module_bytes(
+    w: LayerWeights, layout: Layout, dense: Width, active: float, eh_proj: float, source: str
+) -> tuple[float, str]:
+    """(bytes a weight, the widths by kind) of one DeepSeek-style MTP module a pass reads,
+    stored in ``layout`` (``dense``: the model's unquantized width): a full-attention layer
+    named as the checkpoint names it, after the decoder layers (``model.layers.{L}``), with
+    its shared experts, router and the ``active`` parameters of its routed experts (a dense
+    model: its MLP); ``eh_proj`` (2 x hidden x hidden) at ``dense`` (vLLM's deepseek_mtp.py
+    builds it as a plain ``nn.Linear``, which no quantization config reaches); the shared LM
+    head at its width."""
+    index = len(w.linear)
+    kinds = ("attention", *MOE_KINDS) if ROUTED in w.kinds else ("attention", "MLP")
+    pairs: list[tuple[Part, Width]] = []
+    for kind in kinds:
+        if kind in w.kinds:
+            relative, params = w.kinds[kind]
+            names = projection_names(index, relative, w.nested)
+            part = Part(kind, names, active if kind == ROUTED else params, kind == ROUTED)
+            pairs.append((part, layout.width(part, source)))
+    head = Part(LM_HEAD, lm_head_names(w.nested), w.kinds[LM_HEAD][1])
+    pairs.append((head, layout.width(head, source)))
+    pairs.append((Part("eh_proj", (), eh_proj), dense))
+    return _mean(pairs), _kinds(pairs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from sim.calibration.kv_cache_dtype import KV_CACHE_DTYPES
 from sim.cli.calibrate import (
     BASELINE_OPTION,
     PER_REQUEST_FORMAT_OPTION,
@@ -79,6 +80,15 @@ KERNELS_OPTION = click.option(
     help="Serving engine: its defaults for CUDA graphs, scheduling, host overlap.",
 )
 @click.option("--engine-version", help="Engine version (recorded) [default: the defaults' own].")
+@click.option(
+    "--kv-cache-dtype",
+    type=click.Choice(KV_CACHE_DTYPES),
+    default="auto",
+    show_default=True,
+    help="The server's KV cache dtype, as the engine's --kv-cache-dtype spells it (fp8: 1 "
+    "byte an element, of the target's and the drafter's KV); auto: FP8 where the checkpoint's "
+    "quantization_config states kv_cache_quant_algo FP8, else the model's 2-byte dtype.",
+)
 @click.option(
     "--drafter",
     type=click.Choice(("eagle3", "eagle", "mtp", "draft_model", "dflash", "dspark")),
@@ -158,7 +168,7 @@ KERNELS_OPTION = click.option(
 @verbose_option
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
-    drafter, num_steps, draft_params, draft_config, accept_length, verify_ms,
+    kv_cache_dtype, drafter, num_steps, draft_params, draft_config, accept_length, verify_ms,
     verify_cuda_graph, kernels_per_layer, context_tokens,
     input_tokens, output_tokens, replay, model_id, name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, trtllm_bench, sglang_log,
@@ -193,6 +203,7 @@ def init_command(
         name=name, model_id=model_id, context_tokens=context_tokens,
         input_tokens=input_tokens, output_tokens=output_tokens, job=job, verify_ms=verify_ms,
         verify_cuda_graph=verify_cuda_graph, kernels_per_layer=kernels_per_layer,
+        kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype,
     )  # fmt: skip
     inputs = CalibrationInputs.from_options(click.get_current_context().params)
     init, cal = run_init(req, inputs, prefer=prefer)

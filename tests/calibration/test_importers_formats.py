@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sim.calibration.imported import server_args_measurement
 from sim.calibration.importers.sglang_bench import parse_sglang_bench, read_sglang_bench
 from sim.calibration.importers.sglang_log import parse_sglang_log
 from sim.calibration.importers.sglang_server_args import (
@@ -235,3 +236,13 @@ def test_impossible_bench_figures_are_one_line(option, record, fragment, tmp_pat
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"specsim: error: {path}") and fragment in result.stderr
     assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+def test_server_args_line_gives_the_kv_cache_dtype() -> None:
+    real = (DATA / "sglang_server_args.log").read_text().split("\n")
+    fp8 = parse_sglang_server_args(next(ln for ln in real if "kv_cache_dtype='fp8_e4m3'" in ln))
+    auto = read_sglang_server_args(DATA / "sglang_server_args.log")
+    assert (fp8.kv_cache_dtype, auto.kv_cache_dtype) == ("fp8_e4m3", "auto")
+    said = [n for n in server_args_measurement(fp8).notes if "kv_cache_dtype" in n]
+    assert said and "specsim init --kv-cache-dtype fp8_e4m3" in said[0]
+    assert not [n for n in server_args_measurement(auto).notes if "kv_cache_dtype" in n]

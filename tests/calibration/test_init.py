@@ -164,7 +164,9 @@ def test_an_expert_count_it_does_not_read_is_refused(tmp_path: Path) -> None:
 def test_deepseek_v3_mla_fp8(tmp_path: Path) -> None:
     m = read_hf_config(_write(tmp_path, DEEPSEEK_V3), tensor_parallel=8)
     assert m.is_mla and m.get("dense_layers") == 3
-    assert m.get("weight_bytes_per_param") == 1.0
+    # FP8 without a block: the experts 1 B, the rest just above it (LM head, routers at 2 B)
+    assert m.get("expert_bytes_per_param") == 1.0
+    assert 1.0 < m.get("weight_bytes_per_param") < 1.1
     assert _total(m) == pytest.approx(671e9, rel=0.01)  # 671B (without the MTP module)
     # MLA latent (512 + 64) x 2 bytes x 61 layers on every rank, whatever the TP
     assert m.get("kv_bytes_per_token") == (512 + 64) * 2 * 61

@@ -38,6 +38,18 @@ def _fp8_target(tmp_path: Path) -> Path:
     return path
 
 
+#: That FP8 target's bytes a weight of what every pass reads: its attention at 1 B, its
+#: routers (48 x 2048 x 128) and LM head (151,936 x 2048) at bfloat16's 2 B (vLLM's FP8
+#: loader quantizes neither).
+ATTENTION = 48 * (2 * 2048 * 32 * 128 + 2 * 2048 * 4 * 128)
+ROUTERS, HEAD = 48 * 2048 * 128, 151936 * 2048
+FP8_TARGET_BYTES = (ATTENTION + 2 * (ROUTERS + HEAD)) / (ATTENTION + ROUTERS + HEAD)
+#: The EAGLE-3 drafter's config read as an FP8 checkpoint: its one layer at 1 B, the LM head
+#: of its config's vocab_size at 2 B.
+DRAFT_LAYER = 2 * 2048 * 32 * 128 + 2 * 2048 * 4 * 128 + 3 * 2048 * 12288
+FP8_DRAFTER_BYTES = (DRAFT_LAYER + 2 * HEAD) / (DRAFT_LAYER + HEAD)
+
+
 def _req(config: Path, draft: Path = DRAFTER, **change) -> InitRequest:
     base = InitRequest(str(config), "H100", "vllm", gpus=2, drafter="eagle3", num_steps=3,
                        accept_length=2.6, draft_config=str(draft))  # fmt: skip
@@ -47,7 +59,8 @@ def _req(config: Path, draft: Path = DRAFTER, **change) -> InitRequest:
 def test_a_bf16_drafter_on_an_fp8_target_keeps_its_own_bytes(tmp_path: Path) -> None:
     init = init_scenario(_req(_fp8_target(tmp_path)))
     m = init.scenario.model
-    assert (m.weight_bytes_per_param, m.draft_bytes_per_param) == (1.0, 2.0)
+    assert m.weight_bytes_per_param == pytest.approx(FP8_TARGET_BYTES, rel=1e-12)
+    assert m.draft_bytes_per_param == 2.0
     why = init.comments["model.draft_bytes_per_param"]
     assert why.startswith("derived:") and f"{DRAFTER}: torch_dtype = bfloat16" in why
     rows = {a.field: a for a in assumptions(bind(init.scenario))}
@@ -72,7 +85,8 @@ def test_the_drafter_is_stored_at_its_own_bytes(tmp_path: Path) -> None:
     scenario = init_scenario(_req(_fp8_target(tmp_path))).scenario
     assert server_memory(scenario).drafter_bytes == DRAFT_PARAMS * 2.0
     target_width = with_overrides(scenario, {"model.draft_bytes_per_param": None}, source="t")
-    assert server_memory(target_width).drafter_bytes == DRAFT_PARAMS * 1.0
+    want = DRAFT_PARAMS * FP8_TARGET_BYTES
+    assert server_memory(target_width).drafter_bytes == pytest.approx(want, rel=1e-12)
 
 
 def test_a_drafter_config_without_a_dtype_is_read_at_the_targets_said_so(
@@ -90,7 +104,8 @@ def test_a_drafter_config_without_a_dtype_is_read_at_the_targets_said_so(
         in (init.comments["model.draft_params"])
     )
     row = {a.field: a for a in assumptions(bind(init.scenario))}["model.draft_bytes_per_param"]
-    assert (row.value, row.origin) == (1.0, "default")
+    assert row.origin == "default"
+    assert row.value == pytest.approx(FP8_TARGET_BYTES, rel=1e-12)
     assert "the target's model.weight_bytes_per_param" in row.reason
 
 
@@ -100,8 +115,10 @@ def test_a_quantized_drafter_reads_its_quantization(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw))
     init = init_scenario(_req(TARGET, path))
     m = init.scenario.model
-    assert (m.weight_bytes_per_param, m.draft_bytes_per_param) == (2.0, 1.0)
-    assert "quantization_config.quant_method = fp8" in init.comments["model.draft_bytes_per_param"]
+    assert m.weight_bytes_per_param == 2.0
+    # its config's layer at 1 B, its LM head (vocab_size 151,936 x 2048) at bfloat16's 2 B
+    assert m.draft_bytes_per_param == pytest.approx(FP8_DRAFTER_BYTES, rel=1e-12)
+    assert "fp8" in init.comments["model.draft_bytes_per_param"]
 
 
 def test_a_draft_models_own_dtype_is_carried(tmp_path: Path) -> None:
@@ -122,7 +139,7 @@ def test_the_written_scenario_reads_back_with_the_drafters_bytes(tmp_path: Path)
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     summary = " ".join(result.output.split())  # the first screen wraps its lines
-    assert "drafter 0.183B at 2 B a weight (target 1 B)" in summary
+    assert f"drafter 0.183B at 2 B a weight (target {FP8_TARGET_BYTES:g} B)" in summary
     text = out.read_text()
     assert "draft_bytes_per_param = 2.0" in text and 'origin = "derived"' in text
 
@@ -183,4 +200,5 @@ def test_a_speculators_drafter_quantized_beside_its_layers_reads_it(tmp_path: Pa
     path.write_text(json.dumps(nested))
     init = init_scenario(_req(TARGET, path))
     assert init.scenario.model.draft_params == DRAFT_PARAMS
-    assert init.scenario.model.draft_bytes_per_param == 1.0  # not its layers' bfloat16
+    # its layer at FP8, not its layers' bfloat16
+    assert init.scenario.model.draft_bytes_per_param == pytest.approx(FP8_DRAFTER_BYTES, rel=1e-12)

@@ -246,4 +246,7 @@ def test_a_nested_config_may_state_its_dtype_at_the_top(tmp_path: Path) -> None:
     assert inner.get("weight_bytes_per_param") == 2.0
     assert inner.values["weight_bytes_per_param"].origin.startswith("config.json: text_config")
     fp8 = {"quantization_config": {"quant_method": "fp8"}, "text_config": dense}
-    assert read_hf_config(_write(tmp_path, fp8)).get("weight_bytes_per_param") == 1.0
+    m = read_hf_config(_write(tmp_path, fp8))  # its layers at 1 B, its LM head at 2 B
+    layers, head = m.get("layers") * m.get("layer_params"), m.get("lm_head_params")
+    want = (layers + 2 * head) / (layers + head)
+    assert m.get("weight_bytes_per_param") == pytest.approx(want, rel=1e-12)

@@ -24,6 +24,7 @@ KIMI = DATA / "kimi-k2-thinking.json"
 GPT_OSS = DATA / "gpt-oss-120b.json"
 NVFP4 = DATA / "qwen3-30b-a3b-nvfp4-modelopt.json"
 QWEN = DATA / "qwen3-30b-a3b.json"
+DEEPSEEK_R1 = DATA / "deepseek-r1.json"
 LLAMA = Path(__file__).parents[1] / "data" / "quickstart" / "config.json"
 
 
@@ -165,10 +166,51 @@ def test_gptq_and_awq_count_their_scales_and_keep_the_head(
     assert "expert_bytes_per_param" not in m.values
 
 
-def test_an_fp8_checkpoint_stays_one_byte(tmp_path: Path) -> None:
-    raw = {**json.loads(QWEN.read_text()), "quantization_config": {"quant_method": "fp8"}}
+#: A block-FP8 weight's bytes: 8 bits + a float32 scale a 128 x 128 block.
+BLOCK_FP8 = 1 + 4 / (128 * 128)
+
+
+def test_deepseek_r1_block_fp8_keeps_its_lm_head_and_routers_in_bf16() -> None:
+    """vLLM's Fp8Config quantizes linear layers and the fused experts, never the LM head
+    (ParallelLMHead) nor the routers (built with quant_config=None): summed by hand."""
+    m = read_hf_config(DEEPSEEK_R1, tensor_parallel=8)
+    hidden, layers, dense = 7168, 61, 3
+    attention = (hidden * 1536 + 1536 * 128 * (128 + 64) + hidden * (512 + 64)
+                 + 512 * 128 * (128 + 128) + 128 * 128 * hidden)  # fmt: skip
+    fp8 = layers * attention + dense * 3 * hidden * 18432 + (layers - dense) * 3 * hidden * 2048
+    bf16 = (layers - dense) * hidden * 256 + 129280 * hidden  # routers, LM head
+    want = (fp8 * BLOCK_FP8 + bf16 * 2) / (fp8 + bf16)
+    assert m.get("weight_bytes_per_param") == pytest.approx(want, rel=1e-12)
+    assert m.get("expert_bytes_per_param") == BLOCK_FP8
+    why = m.values["weight_bytes_per_param"].origin
+    assert why.startswith("derived: ") and "weight_block_size 128 x 128" in why
+    assert "router, LM head at 2 B a weight (config.json: torch_dtype = bfloat16)" in why
+    assert 1.05 < want < 1.07  # the LM head's 0.93B and the routers' 0.11B at 2 B
+
+
+def test_an_fp8_checkpoints_modules_to_not_convert_stay_in_its_dtype(tmp_path: Path) -> None:
+    quant = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+    raw = {**json.loads(QWEN.read_text()), "quantization_config": quant}
     m = read_hf_config(_write(tmp_path, raw))
-    assert m.get("weight_bytes_per_param") == 1.0 and "expert_bytes_per_param" not in m.values
+    assert 1.0 < m.get("weight_bytes_per_param") < 2.0
+    raw["quantization_config"] = {**quant, "modules_to_not_convert": ["lm_head", "self_attn"]}
+    kept = read_hf_config(_write(tmp_path, raw))
+    assert kept.get("weight_bytes_per_param") == 2.0  # attention, routers, LM head
+    assert kept.get("expert_bytes_per_param") == BLOCK_FP8
+
+
+def test_a_bad_fp8_block_is_one_line(tmp_path: Path) -> None:
+    quant = {"quant_method": "fp8", "weight_block_size": [128]}
+    path = _write(tmp_path, {**json.loads(QWEN.read_text()), "quantization_config": quant})
+    out = tmp_path / "s.toml"
+    args = ["init", "--config", str(path), "--gpu", "H100", "--engine", "vllm", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"specsim: error: {path}: quantization_config.weight_block_size: must be [rows, "
+        "columns], got [128]"
+    ]
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -296,3 +338,22 @@ def test_a_hybrids_linear_layers_kept_apart_layer_by_layer(tmp_path: Path) -> No
     )
     assert m.get("weight_bytes_per_param") == pytest.approx(want, rel=1e-12)
     assert "linear attention, LM head at 2 B a weight" in m.values["weight_bytes_per_param"].origin
+
+
+def test_deepseek_r1s_mtp_module_is_read_at_its_own_widths() -> None:
+    """The MTP module (model.layers.61): attention, shared and 8 active experts in FP8; its
+    router, eh_proj (vLLM's plain nn.Linear) and the shared LM head in bf16, summed by hand."""
+    req = InitRequest(str(DEEPSEEK_R1), "H200", "vllm", gpus=8, drafter="mtp", num_steps=1,
+                      accept_length=1.8)  # fmt: skip
+    init = init_scenario(req)
+    hidden = 7168
+    attention = (hidden * 1536 + 1536 * 128 * (128 + 64) + hidden * (512 + 64)
+                 + 512 * 128 * (128 + 128) + 128 * 128 * hidden)  # fmt: skip
+    fp8 = attention + 3 * hidden * 2048 + 8 * 3 * hidden * 2048  # shared + 8 routed experts
+    bf16 = hidden * 256 + 2 * hidden * hidden + 129280 * hidden  # router, eh_proj, LM head
+    m = init.scenario.model
+    assert m.draft_params == fp8 + bf16
+    want = (fp8 * BLOCK_FP8 + 2 * bf16) / (fp8 + bf16)
+    assert m.draft_bytes_per_param == pytest.approx(want, rel=1e-12)
+    assert 1.6 < m.draft_bytes_per_param < 1.7  # not the target's 1.064: the head dominates
+    assert "router, LM head, eh_proj at 2 B" in init.comments["model.draft_bytes_per_param"]

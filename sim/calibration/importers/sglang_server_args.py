@@ -1,4 +1,5 @@
-"""SGLang's start-up line ``server_args=ServerArgs(...)``: the speculative settings.
+"""SGLang's start-up line ``server_args=ServerArgs(...)``: the speculative settings, the
+tensor-parallel size and the KV cache dtype (``kv_cache_dtype``, as ``--kv-cache-dtype``).
 
 The launcher logs ``logger.info(f"{server_args=}")``: the dataclass ``repr`` of
 ``ServerArgs`` (sgl-project/sglang ``python/sglang/srt/server_args.py``) on one line,
@@ -32,6 +33,8 @@ class SglangServerArgs:
     num_draft_tokens: int | None
     tp_size: int | None
     disable_cuda_graph: bool | None
+    #: ``kv_cache_dtype`` as logged (``auto``, ``fp8_e4m3``, ...); None: not in the line.
+    kv_cache_dtype: str | None = None
 
     def figures(self) -> dict[str, Any]:
         return {"format": "SGLang server_args line", **asdict(self)}
@@ -98,6 +101,7 @@ def parse_sglang_server_args(text: str, *, source: str = "<log>") -> SglangServe
         disable_cuda_graph=f.get("disable_cuda_graph")
         if isinstance(f.get("disable_cuda_graph"), bool)
         else None,
+        kv_cache_dtype=kv if isinstance(kv := f.get("kv_cache_dtype"), str) else None,
     )
 
 

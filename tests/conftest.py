@@ -20,7 +20,8 @@ settings.load_profile("specsim")
 
 # The heavy studies default to every processor (sim/parallel.py ``default_workers``): the
 # suite already runs on both cores (pytest -n 2), so its commands run in their own process
-# unless a test asks for workers.
+# unless a test asks for workers. (One BLAS thread a process: tests/__init__.py, which runs
+# before this file imports numpy.)
 os.environ["SPECSIM_WORKERS"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent

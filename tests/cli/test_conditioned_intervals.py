@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import sim.calibration.run as calibration_run
 from sim.calibration.load_fit import HOST_FIELD, SLOPE_FIELD
 from sim.cli import main
 from sim.scenario.load import load_scenario
@@ -70,6 +71,20 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
+def _replay(fit):
+    """``fit`` run once; later calls with the same arguments get its result again (the
+    calibration is deterministic in its inputs), other arguments fail the test."""
+    done: list[tuple] = []
+
+    def once(*args, **kwargs):
+        if not done:
+            done.append((args, kwargs, fit(*args, **kwargs)))
+        assert (args, kwargs) == done[0][:2], "calibrate asked for another fit"
+        return done[0][2]
+
+    return once
+
+
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory) -> dict:
     """The base and calibrated scenario files, the sweep and calibrate's JSON."""
@@ -87,10 +102,12 @@ def calibrated(tmp_path_factory) -> dict:
     baseline = f"{1000.0 / plain['mean_tpot_ms']:.6g}"
     args = ["calibrate", "--scenario", str(base_path), "--baseline-tok-s", baseline,
             "--point", point, "--load-sweep", str(sweep)]  # fmt: skip
-    code, text = _run(*args, "--out", str(out))
-    assert code == 0, text
-    code, js = _run(*args, "--json")
-    assert code == 0, js
+    with pytest.MonkeyPatch.context() as mp:  # --json renders the same fit: not fitted twice
+        mp.setattr(calibration_run, "run_calibration", _replay(calibration_run.run_calibration))
+        code, text = _run(*args, "--out", str(out))
+        assert code == 0, text
+        code, js = _run(*args, "--json")
+        assert code == 0, js
     return {"base": base_path, "out": out, "text": text, "json": json.loads(js), "rows": rows}
 
 

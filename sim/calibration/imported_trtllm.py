@@ -6,6 +6,7 @@ Which figure feeds which fit:
 
 - the server: engine ``trtllm``, ``engine.model``, ``world_info.tp_size`` and, for a
   speculative run, its draft length (``--prefer`` settles a contradiction with the base);
+  ``engine.kv_cache_dtype`` when stated (``specsim init`` prices the KV cache with it);
 - acceptance: ``decoding_stats.acceptance_length_percentiles.average`` at the draft length
   the report implies, its error ``rel_error`` x value (the report gives percentiles, no
   count of drafts);
@@ -50,6 +51,9 @@ def trtllm_bench_measurement(report: TrtllmBench, rel_error: float) -> Measureme
     ]
     if report.model:
         facts.append(ServerFact("model", report.model, f"{src} engine.model"))
+    if report.kv_cache_dtype:
+        kv = ServerFact("kv_cache_dtype", report.kv_cache_dtype, f"{src} engine.kv_cache_dtype")
+        facts.append(kv)
     lengths = RequestLengths(
         src,
         report.avg_input_length,

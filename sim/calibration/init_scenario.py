@@ -61,7 +61,12 @@ from sim.calibration.hf_config import (
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.init_job import InitJob
 from sim.calibration.init_workload import init_workload
-from sim.calibration.kv_cache_dtype import KvCache, drafter_kv_cache, kv_cache_of
+from sim.calibration.kv_cache_dtype import (
+    KvCache,
+    drafter_kv_cache,
+    kv_cache_of,
+    reported_kv_cache,
+)
 from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
@@ -134,6 +139,8 @@ class InitRequest:
     #: The server's ``--kv-cache-dtype`` (engine spellings, sim/calibration/kv_cache_dtype.py);
     #: None: ``auto``.
     kv_cache_dtype: str | None = None
+    #: The measurement file and field that stated ``kv_cache_dtype`` (None: the flag).
+    kv_cache_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,7 +532,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
             "size comes from the target's config.json)",
             source="--draft-config",
         )
-    kv = kv_cache_of(quantized_part(read_json(req.config)), req.config, req.kv_cache_dtype)
+    checkpoint = quantized_part(read_json(req.config))
+    kv = kv_cache_of(checkpoint, req.config, req.kv_cache_dtype, req.kv_cache_source)
     model = read_hf_config(req.config, tensor_parallel=tp, kv_cache=kv)
     engine = ENGINES[req.engine]
     raw: dict[str, Any] = {}
@@ -740,6 +748,9 @@ def init_and_calibrate(
     if prefer is None:  # --prefer says which wins; without it, refused here in the flags' words
         config = read_json(req.config) if req.model_id is None else {}
         check_init_server(req.engine, config, req.config, data, req.num_steps)
+    stated = tuple((str(f.value), f.source) for f in data.server if f.what == "kv_cache_dtype")
+    kv_dtype, kv_source = reported_kv_cache(stated, req.kv_cache_dtype)
+    req = replace(req, kv_cache_dtype=kv_dtype, kv_cache_source=kv_source)
     model = next((f for f in data.server if f.what == "model"), None)
     if req.model_id is None and model is not None:
         req = replace(req, model_id=str(model.value), model_id_source=f"named by {model.source}")

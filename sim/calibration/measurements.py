@@ -79,8 +79,8 @@ class CumulativeObs:
 @dataclass(frozen=True, slots=True)
 class ServerFact:
     """What a file says about the server its figures came from: ``what`` is ``engine``
-    (vllm, sglang, trtllm), ``model`` (a Hugging Face id or path), ``tensor_parallel`` or
-    ``num_steps``."""
+    (vllm, sglang, trtllm), ``model`` (a Hugging Face id or path), ``tensor_parallel``,
+    ``num_steps`` or ``kv_cache_dtype`` (as the file spells it; read by ``specsim init``)."""
 
     what: str
     value: str | int

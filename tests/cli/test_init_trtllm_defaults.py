@@ -1,0 +1,30 @@
+"""``specsim init --engine trtllm`` writes TensorRT-LLM's own defaults, each named as the
+engine's (sim/calibration/engine_defaults.py), never specsim's generic one where the engine
+has its own: the running-request cap is TensorRT-LLM's ``max_batch_size`` default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.scenario.load import load_scenario
+from tests.cli.test_init_workload import LLAMA_8B
+
+
+def test_trtllm_caps_running_requests_at_its_max_batch_size_default(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA_8B))
+    out = tmp_path / "s.toml"
+    args = [
+        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
+        "--drafter", "eagle3", "--num-steps", "3", "--accept-length", "2.5",
+        "--out", str(out), "-q",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.stderr
+    assert load_scenario(str(out)).serving.max_running_requests == 2048
+    text = out.read_text()
+    assert "# trtllm 1.1 default: max_batch_size (tensorrt_llm/llmapi/llm_args.py" in text

@@ -112,6 +112,8 @@ class InitRequest:
     model_id: str | None = None
     #: Where ``model_id`` came from (a flag, or the file that names the model).
     model_id_source: str = "--model-id"
+    #: Where ``engine_version`` came from: the flag, or the figures' file that states it.
+    engine_version_source: str = "--engine-version"
     #: The mean context (tokens) the measured figures' runs decoded at (prompt + half the
     #: answer); None: the figures' own files say it, or there are none.
     context_tokens: float | None = None
@@ -602,7 +604,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
         comments,
         "server.engine_version",
         req.engine_version or engine.version,
-        "--engine-version"
+        req.engine_version_source
         if req.engine_version
         else "the version specsim's engine defaults below come from",
     )
@@ -751,6 +753,12 @@ def init_and_calibrate(
     stated = tuple((str(f.value), f.source) for f in data.server if f.what == "kv_cache_dtype")
     kv_dtype, kv_source = reported_kv_cache(stated, req.kv_cache_dtype)
     req = replace(req, kv_cache_dtype=kv_dtype, kv_cache_source=kv_source)
+    version = next((f for f in data.server if f.what == "engine_version"), None)
+    if req.engine_version is None and version is not None:
+        said = f"named by {version.source}"
+        if req.engine in ENGINES:  # an unknown engine is refused in init_scenario
+            said += f"; the engine defaults below are {req.engine} {ENGINES[req.engine].version}'s"
+        req = replace(req, engine_version=str(version.value), engine_version_source=said)
     model = next((f for f in data.server if f.what == "model"), None)
     if req.model_id is None and model is not None:
         req = replace(req, model_id=str(model.value), model_id_source=f"named by {model.source}")

@@ -79,7 +79,11 @@ KERNELS_OPTION = click.option(
     type=click.Choice(("vllm", "sglang", "trtllm")),
     help="Serving engine: its defaults for CUDA graphs, scheduling, host overlap.",
 )
-@click.option("--engine-version", help="Engine version (recorded) [default: the defaults' own].")
+@click.option(
+    "--engine-version",
+    help="Engine version (recorded) [default: a trtllm-bench report's engine.version, else the "
+    "defaults' own].",
+)
 @click.option(
     "--kv-cache-dtype",
     type=click.Choice(KV_CACHE_DTYPES),

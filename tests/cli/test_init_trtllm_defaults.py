@@ -1,6 +1,8 @@
 """``specsim init --engine trtllm`` writes TensorRT-LLM's own defaults, each named as the
 engine's (sim/calibration/engine_defaults.py), never specsim's generic one where the engine
-has its own: the running-request cap is TensorRT-LLM's ``max_batch_size`` default."""
+has its own: the running-request cap is TensorRT-LLM's ``max_batch_size`` default. A
+``trtllm-bench`` report's ``engine.version`` is recorded as the server's (the flag wins), the
+defaults keeping the version they were read at."""
 
 from __future__ import annotations
 
@@ -28,3 +30,27 @@ def test_trtllm_caps_running_requests_at_its_max_batch_size_default(tmp_path: Pa
     assert load_scenario(str(out)).serving.max_running_requests == 2048
     text = out.read_text()
     assert "# trtllm 1.1 default: max_batch_size (tensorrt_llm/llmapi/llm_args.py" in text
+
+
+def test_the_reports_engine_version_is_recorded_and_the_defaults_keep_theirs(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA_8B))
+    report = Path(__file__).parents[1] / "data" / "formats" / "trtllm_bench_report.json"
+    out = tmp_path / "s.toml"
+    args = [
+        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
+        "--drafter", "eagle3", "--num-steps", "3", "--trtllm-bench", str(report),
+        "--out", str(out), "-q",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.stderr
+    scenario = load_scenario(str(out))
+    assert scenario.server.engine_version == "1.2.0rc1"  # the report's engine.version
+    text = out.read_text()
+    assert f"# named by trtllm-bench {report} engine.version; the engine defaults" in text
+    assert "# trtllm 1.1 default: max_batch_size" in text
+    flagged = CliRunner().invoke(main, [*args, "--engine-version", "1.1.0"])
+    assert flagged.exit_code == 0, flagged.stderr
+    assert load_scenario(str(out)).server.engine_version == "1.1.0"

@@ -71,7 +71,7 @@ from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.calibration.result import Calibration
-from sim.calibration.server_match import check_init_server
+from sim.calibration.server_match import check_init_quantization, check_init_server
 from sim.calibration.settings import TABLE_TIMING_FIT
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
@@ -750,6 +750,7 @@ def init_and_calibrate(
     if prefer is None:  # --prefer says which wins; without it, refused here in the flags' words
         config = read_json(req.config) if req.model_id is None else {}
         check_init_server(req.engine, config, req.config, data, req.num_steps)
+        check_init_quantization(read_json(req.config), req.config, data)
     stated = tuple((str(f.value), f.source) for f in data.server if f.what == "kv_cache_dtype")
     kv_dtype, kv_source = reported_kv_cache(stated, req.kv_cache_dtype)
     req = replace(req, kv_cache_dtype=kv_dtype, kv_cache_source=kv_source)

@@ -6,9 +6,9 @@ Which figure feeds which fit:
 
 - the server: engine ``trtllm``, ``engine.model``, ``world_info.tp_size`` and, for a
   speculative run, its draft length (``--prefer`` settles a contradiction with the base);
-  ``engine.kv_cache_dtype`` when stated (``specsim init`` prices the KV cache with it) and
-  ``engine.version`` (``specsim init`` records it) and ``engine.quantization`` (checked
-  against the config.json's ``quantization_config`` by ``specsim init``);
+  for ``specsim init``: ``engine.kv_cache_dtype`` when stated (it prices the KV cache),
+  ``engine.version`` and ``world_info.ep_size`` (recorded), ``engine.quantization``
+  (checked against the config.json's ``quantization_config``);
 - acceptance: ``decoding_stats.acceptance_length_percentiles.average`` at the draft length
   the report implies, its error ``rel_error`` x value (the report gives percentiles, no
   count of drafts);
@@ -55,6 +55,8 @@ def trtllm_bench_measurement(report: TrtllmBench, rel_error: float) -> Measureme
         facts.append(ServerFact("model", report.model, f"{src} engine.model"))
     quantized = report.quantization or "none"  # null: the checkpoint's weights unquantized
     facts.append(ServerFact("quantization", quantized, f"{src} engine.quantization"))
+    if report.ep_size is not None:
+        facts.append(ServerFact("expert_parallel", report.ep_size, f"{src} world_info.ep_size"))
     if report.version:
         facts.append(ServerFact("engine_version", report.version, f"{src} engine.version"))
     if report.kv_cache_dtype:

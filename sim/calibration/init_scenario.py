@@ -114,6 +114,8 @@ class InitRequest:
     model_id_source: str = "--model-id"
     #: Where ``engine_version`` came from: the flag, or the figures' file that states it.
     engine_version_source: str = "--engine-version"
+    #: Where ``expert_parallel`` came from: the flag, or the figures' file that states it.
+    expert_parallel_source: str = "--ep"
     #: The mean context (tokens) the measured figures' runs decoded at (prompt + half the
     #: answer); None: the figures' own files say it, or there are none.
     context_tokens: float | None = None
@@ -520,7 +522,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
         )
     if req.expert_parallel is not None and req.expert_parallel > tp:
         raise SpecsimError(
-            f"expert parallel {req.expert_parallel} exceeds the {tp} GPUs", source="--ep"
+            f"expert parallel {req.expert_parallel} exceeds the {tp} GPUs",
+            source=req.expert_parallel_source,
         )
     if is_eagle3_drafter(read_json(req.config)):
         raise SpecsimError(
@@ -622,7 +625,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
         else "default: one GPU",
     )
     if req.expert_parallel is not None:
-        _set(raw, comments, "server.expert_parallel", req.expert_parallel, "--ep")
+        why = req.expert_parallel_source
+        _set(raw, comments, "server.expert_parallel", req.expert_parallel, why)
     _set(raw, comments, "hardware.gpu", gpu.name, f"--gpu ({gpu.source})")
     _set(raw, comments, "hardware.gpus", gpus, "--gpus" if req.gpus else "--tp")
     interconnect = req.interconnect or GPU_INTERCONNECT.get(gpu.name, "pcie-gen4")
@@ -754,6 +758,10 @@ def init_and_calibrate(
     stated = tuple((str(f.value), f.source) for f in data.server if f.what == "kv_cache_dtype")
     kv_dtype, kv_source = reported_kv_cache(stated, req.kv_cache_dtype)
     req = replace(req, kv_cache_dtype=kv_dtype, kv_cache_source=kv_source)
+    ep = next((f for f in data.server if f.what == "expert_parallel"), None)
+    if req.expert_parallel is None and ep is not None:
+        said = f"named by {ep.source} (recorded)"
+        req = replace(req, expert_parallel=int(ep.value), expert_parallel_source=said)
     version = next((f for f in data.server if f.what == "engine_version"), None)
     if req.engine_version is None and version is not None:
         said = f"named by {version.source}"

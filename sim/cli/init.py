@@ -70,7 +70,8 @@ KERNELS_OPTION = click.option(
     "--ep",
     "expert_parallel",
     type=click.IntRange(1, 1024),
-    help="Expert-parallel size (recorded; the weights are split over --tp).",
+    help="Expert-parallel size (recorded; the weights are split over --tp) [default: a "
+    "trtllm-bench report's world_info.ep_size].",
 )
 @click.option("--interconnect", help="Interconnect preset [default: the GPU's usual one].")
 @click.option(

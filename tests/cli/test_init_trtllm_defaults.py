@@ -1,8 +1,8 @@
 """``specsim init --engine trtllm`` writes TensorRT-LLM's own defaults, each named as the
 engine's (sim/calibration/engine_defaults.py), never specsim's generic one where the engine
 has its own: the running-request cap is TensorRT-LLM's ``max_batch_size`` default. A
-``trtllm-bench`` report's ``engine.version`` is recorded as the server's (the flag wins), the
-defaults keeping the version they were read at."""
+``trtllm-bench`` report's ``engine.version`` and ``world_info.ep_size`` are recorded as the
+server's (the flags win), the defaults keeping the version they were read at."""
 
 from __future__ import annotations
 
@@ -32,25 +32,38 @@ def test_trtllm_caps_running_requests_at_its_max_batch_size_default(tmp_path: Pa
     assert "# trtllm 1.1 default: max_batch_size (tensorrt_llm/llmapi/llm_args.py" in text
 
 
-def test_the_reports_engine_version_is_recorded_and_the_defaults_keep_theirs(
-    tmp_path: Path,
-) -> None:
+REPORT = Path(__file__).parents[1] / "data" / "formats" / "trtllm_bench_report.json"
+
+
+def _init_from_report(tmp_path: Path, *extra: str) -> Path:
+    """init on the sample report (Llama-3.1-8B, trtllm 1.2.0rc1, ep_size 1); the file."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps(LLAMA_8B))
-    report = Path(__file__).parents[1] / "data" / "formats" / "trtllm_bench_report.json"
     out = tmp_path / "s.toml"
     args = [
         "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", "--trtllm-bench", str(report),
-        "--out", str(out), "-q",
+        "--drafter", "eagle3", "--num-steps", "3", "--trtllm-bench", str(REPORT),
+        *extra, "--out", str(out), "-q",
     ]  # fmt: skip
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.stderr
-    scenario = load_scenario(str(out))
-    assert scenario.server.engine_version == "1.2.0rc1"  # the report's engine.version
+    return out
+
+
+def test_the_reports_engine_version_is_recorded_and_the_defaults_keep_theirs(
+    tmp_path: Path,
+) -> None:
+    out = _init_from_report(tmp_path)
+    assert load_scenario(str(out)).server.engine_version == "1.2.0rc1"  # engine.version
     text = out.read_text()
-    assert f"# named by trtllm-bench {report} engine.version; the engine defaults" in text
+    assert f"# named by trtllm-bench {REPORT} engine.version; the engine defaults" in text
     assert "# trtllm 1.1 default: max_batch_size" in text
-    flagged = CliRunner().invoke(main, [*args, "--engine-version", "1.1.0"])
-    assert flagged.exit_code == 0, flagged.stderr
+    out = _init_from_report(tmp_path, "--engine-version", "1.1.0")
     assert load_scenario(str(out)).server.engine_version == "1.1.0"
+
+
+def test_the_reports_ep_size_is_recorded_unless_ep_is_given(tmp_path: Path) -> None:
+    out = _init_from_report(tmp_path)
+    assert load_scenario(str(out)).server.expert_parallel == 1  # world_info.ep_size
+    assert f"# named by trtllm-bench {REPORT} world_info.ep_size" in out.read_text()
+    assert "# --ep" in _init_from_report(tmp_path, "--ep", "1").read_text()

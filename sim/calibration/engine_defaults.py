@@ -126,6 +126,12 @@ ENGINES: dict[str, Engine] = {
                 "TensorRT-LLM turns its overlap scheduler off for speculative decoding "
                 "(sim/scenario/schema.py ServingSpec)",
             ),
+            EngineDefault(
+                "serving.max_running_requests",
+                2048,
+                "max_batch_size (tensorrt_llm/llmapi/llm_args.py, Field(default=2048); "
+                "trtllm-serve --max_batch_size)",
+            ),
         ),
     ),
 }

@@ -6,6 +6,9 @@ Which figure feeds which fit:
 
 - the server: engine ``trtllm``, ``engine.model``, ``world_info.tp_size`` and, for a
   speculative run, its draft length (``--prefer`` settles a contradiction with the base);
+  for ``specsim init``: ``engine.kv_cache_dtype`` when stated (it prices the KV cache),
+  ``engine.version`` and ``world_info.ep_size`` (recorded), ``engine.quantization``
+  (checked against the config.json's ``quantization_config``);
 - acceptance: ``decoding_stats.acceptance_length_percentiles.average`` at the draft length
   the report implies, its error ``rel_error`` x value (the report gives percentiles, no
   count of drafts);
@@ -50,6 +53,15 @@ def trtllm_bench_measurement(report: TrtllmBench, rel_error: float) -> Measureme
     ]
     if report.model:
         facts.append(ServerFact("model", report.model, f"{src} engine.model"))
+    quantized = report.quantization or "none"  # null: the checkpoint's weights unquantized
+    facts.append(ServerFact("quantization", quantized, f"{src} engine.quantization"))
+    if report.ep_size is not None:
+        facts.append(ServerFact("expert_parallel", report.ep_size, f"{src} world_info.ep_size"))
+    if report.version:
+        facts.append(ServerFact("engine_version", report.version, f"{src} engine.version"))
+    if report.kv_cache_dtype:
+        kv = ServerFact("kv_cache_dtype", report.kv_cache_dtype, f"{src} engine.kv_cache_dtype")
+        facts.append(kv)
     lengths = RequestLengths(
         src,
         report.avg_input_length,

@@ -61,12 +61,17 @@ from sim.calibration.hf_config import (
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.init_job import InitJob
 from sim.calibration.init_workload import init_workload
-from sim.calibration.kv_cache_dtype import KvCache, drafter_kv_cache, kv_cache_of
+from sim.calibration.kv_cache_dtype import (
+    KvCache,
+    drafter_kv_cache,
+    kv_cache_of,
+    reported_kv_cache,
+)
 from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.calibration.result import Calibration
-from sim.calibration.server_match import check_init_server
+from sim.calibration.server_match import check_init_quantization, check_init_server
 from sim.calibration.settings import TABLE_TIMING_FIT
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
@@ -107,6 +112,10 @@ class InitRequest:
     model_id: str | None = None
     #: Where ``model_id`` came from (a flag, or the file that names the model).
     model_id_source: str = "--model-id"
+    #: Where ``engine_version`` came from: the flag, or the figures' file that states it.
+    engine_version_source: str = "--engine-version"
+    #: Where ``expert_parallel`` came from: the flag, or the figures' file that states it.
+    expert_parallel_source: str = "--ep"
     #: The mean context (tokens) the measured figures' runs decoded at (prompt + half the
     #: answer); None: the figures' own files say it, or there are none.
     context_tokens: float | None = None
@@ -134,6 +143,8 @@ class InitRequest:
     #: The server's ``--kv-cache-dtype`` (engine spellings, sim/calibration/kv_cache_dtype.py);
     #: None: ``auto``.
     kv_cache_dtype: str | None = None
+    #: The measurement file and field that stated ``kv_cache_dtype`` (None: the flag).
+    kv_cache_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,7 +522,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
         )
     if req.expert_parallel is not None and req.expert_parallel > tp:
         raise SpecsimError(
-            f"expert parallel {req.expert_parallel} exceeds the {tp} GPUs", source="--ep"
+            f"expert parallel {req.expert_parallel} exceeds the {tp} GPUs",
+            source=req.expert_parallel_source,
         )
     if is_eagle3_drafter(read_json(req.config)):
         raise SpecsimError(
@@ -525,7 +537,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
             "size comes from the target's config.json)",
             source="--draft-config",
         )
-    kv = kv_cache_of(quantized_part(read_json(req.config)), req.config, req.kv_cache_dtype)
+    checkpoint = quantized_part(read_json(req.config))
+    kv = kv_cache_of(checkpoint, req.config, req.kv_cache_dtype, req.kv_cache_source)
     model = read_hf_config(req.config, tensor_parallel=tp, kv_cache=kv)
     engine = ENGINES[req.engine]
     raw: dict[str, Any] = {}
@@ -594,7 +607,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
         comments,
         "server.engine_version",
         req.engine_version or engine.version,
-        "--engine-version"
+        req.engine_version_source
         if req.engine_version
         else "the version specsim's engine defaults below come from",
     )
@@ -612,7 +625,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
         else "default: one GPU",
     )
     if req.expert_parallel is not None:
-        _set(raw, comments, "server.expert_parallel", req.expert_parallel, "--ep")
+        why = req.expert_parallel_source
+        _set(raw, comments, "server.expert_parallel", req.expert_parallel, why)
     _set(raw, comments, "hardware.gpu", gpu.name, f"--gpu ({gpu.source})")
     _set(raw, comments, "hardware.gpus", gpus, "--gpus" if req.gpus else "--tp")
     interconnect = req.interconnect or GPU_INTERCONNECT.get(gpu.name, "pcie-gen4")
@@ -740,6 +754,20 @@ def init_and_calibrate(
     if prefer is None:  # --prefer says which wins; without it, refused here in the flags' words
         config = read_json(req.config) if req.model_id is None else {}
         check_init_server(req.engine, config, req.config, data, req.num_steps)
+        check_init_quantization(read_json(req.config), req.config, data)
+    stated = tuple((str(f.value), f.source) for f in data.server if f.what == "kv_cache_dtype")
+    kv_dtype, kv_source = reported_kv_cache(stated, req.kv_cache_dtype)
+    req = replace(req, kv_cache_dtype=kv_dtype, kv_cache_source=kv_source)
+    ep = next((f for f in data.server if f.what == "expert_parallel"), None)
+    if req.expert_parallel is None and ep is not None:
+        said = f"named by {ep.source} (recorded)"
+        req = replace(req, expert_parallel=int(ep.value), expert_parallel_source=said)
+    version = next((f for f in data.server if f.what == "engine_version"), None)
+    if req.engine_version is None and version is not None:
+        said = f"named by {version.source}"
+        if req.engine in ENGINES:  # an unknown engine is refused in init_scenario
+            said += f"; the engine defaults below are {req.engine} {ENGINES[req.engine].version}'s"
+        req = replace(req, engine_version=str(version.value), engine_version_source=said)
     model = next((f for f in data.server if f.what == "model"), None)
     if req.model_id is None and model is not None:
         req = replace(req, model_id=str(model.value), model_id_source=f"named by {model.source}")

@@ -35,6 +35,7 @@ __all__ = [
     "bytes_text",
     "drafter_kv_cache",
     "kv_cache_of",
+    "reported_kv_cache",
     "stated_kv_cache",
 ]
 
@@ -116,9 +117,12 @@ def stated_kv_cache(raw: dict[str, Any], source: str) -> tuple[str, bool] | None
     return f"quantization_config.kv_cache_scheme (8-bit float, quant_method {method})", False
 
 
-def kv_cache_of(raw: dict[str, Any], source: str, flag: str | None) -> KvCache:
+def kv_cache_of(
+    raw: dict[str, Any], source: str, flag: str | None, flag_source: str | None = None
+) -> KvCache:
     """The KV cache of a server of checkpoint ``raw`` (its config.json, named ``source``)
-    run with ``--kv-cache-dtype`` ``flag`` (None or ``auto``: the engines' ``auto``);
+    run with ``--kv-cache-dtype`` ``flag`` (None or ``auto``: the engines' ``auto``), which
+    ``flag_source`` names when a measurement file stated it rather than the flag;
     SpecsimError naming the flag or field for a value not read."""
     if flag is not None and flag != "auto":
         if flag not in KV_ELEMENT_BYTES:
@@ -127,7 +131,8 @@ def kv_cache_of(raw: dict[str, Any], source: str, flag: str | None) -> KvCache:
                 source="--kv-cache-dtype",
             )
         size = KV_ELEMENT_BYTES[flag]
-        return KvCache(size, f"{bytes_text(size)} an element (--kv-cache-dtype {flag})", flag)
+        said = flag_source or f"--kv-cache-dtype {flag}"
+        return KvCache(size, f"{bytes_text(size)} an element ({said})", flag)
     stated = stated_kv_cache(raw, source)
     engines = "vLLM's and SGLang's --kv-cache-dtype auto"
     if stated is None:
@@ -144,6 +149,49 @@ def kv_cache_of(raw: dict[str, Any], source: str, flag: str | None) -> KvCache:
         f"2 bytes an element (default: the model's compute dtype; config.json: {said}, which "
         f"{engines} does not apply: give --kv-cache-dtype fp8 if the server runs it)",
     )
+
+
+#: A ``trtllm-bench --report_json`` report's ``engine.kv_cache_dtype`` (the KV cache's
+#: ``QuantAlgo`` as the run resolved it, ``kv_cache_quant_algo``; null: unquantized) as the
+#: ``--kv-cache-dtype`` it amounts to: only FP8 is priced (1 byte an element).
+REPORTED_KV_DTYPES = {"FP8": "fp8"}
+
+
+def reported_kv_cache(
+    stated: tuple[tuple[str, str], ...], flag: str | None
+) -> tuple[str | None, str | None]:
+    """(``--kv-cache-dtype``, the file and field stating it; None: the flag's own) of a
+    server given ``flag`` (None: ``auto``) whose measurement files state its KV cache dtype
+    (``stated``: (value, source naming the file and field)). ``auto`` takes the files'
+    (the run's resolved dtype, as the engine's ``auto`` read the checkpoint); a flag must
+    agree with them in bytes an element. SpecsimError for a dtype specsim does not price,
+    for two files that disagree, or for a flag the files contradict."""
+    if not stated:
+        return flag, None
+    value, source = stated[0]
+    if value.upper() not in REPORTED_KV_DTYPES:
+        raise SpecsimError(
+            f"{value}: a KV cache dtype specsim does not price (FP8: 1 byte an element; "
+            "unquantized, null: 2 bytes): figures of a server specsim cannot describe",
+            source=source,
+        )
+    dtype = REPORTED_KV_DTYPES[value.upper()]
+    for other, where in stated[1:]:
+        if other.upper() != value.upper():
+            raise SpecsimError(
+                f"{other}, but {source} is {value}: the figures come from two servers",
+                source=where,
+            )
+    if flag is None or flag == "auto":
+        return dtype, source
+    if KV_ELEMENT_BYTES[flag] != KV_ELEMENT_BYTES[dtype]:
+        raise SpecsimError(
+            f"{flag}, but {source} is {value} ({bytes_text(KV_ELEMENT_BYTES[dtype])} an "
+            f"element): give --kv-cache-dtype {dtype} (or auto) if the figures are this "
+            "server's",
+            source="--kv-cache-dtype",
+        )
+    return flag, None
 
 
 def drafter_kv_cache(server: KvCache, engine: str, draft: dict[str, Any], path: str) -> KvCache:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from sim.calibration.hf_config import quantized_part
 from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact, SpecPoint
 from sim.errors import SpecsimError
 from sim.scenario.schema import Scenario
@@ -246,3 +247,21 @@ def _check_init_num_steps(num_steps: int, data: Measurements) -> None:
         "server's",
         source="--num-steps",
     )
+
+
+def check_init_quantization(config: dict[str, Any], config_source: str, data: Measurements) -> None:
+    """SpecsimError when a file's server ran quantized weights and ``config`` (the
+    config.json given, read from ``config_source``) states no ``quantization_config``, or
+    the other way round: the figures are of another checkpoint than the one whose weights
+    ``specsim init`` prices (a bf16 base model's config.json given for its FP8 export)."""
+    stated = "quantization_config" in quantized_part(config)
+    for fact in data.server:
+        if fact.what != "quantization" or (fact.value != "none") == stated:
+            continue
+        ran = "unquantized weights" if fact.value == "none" else f"{fact.value} weights"
+        has = "states a quantization_config" if stated else "states no quantization_config"
+        raise SpecsimError(
+            f"{ran}, but {config_source} {has}: figures of another checkpoint; give the served "
+            "checkpoint's config.json, or --prefer base to price the config.json's weights",
+            source=fact.source,
+        )

@@ -70,7 +70,8 @@ KERNELS_OPTION = click.option(
     "--ep",
     "expert_parallel",
     type=click.IntRange(1, 1024),
-    help="Expert-parallel size (recorded; the weights are split over --tp).",
+    help="Expert-parallel size (recorded; the weights are split over --tp) [default: a "
+    "trtllm-bench report's world_info.ep_size].",
 )
 @click.option("--interconnect", help="Interconnect preset [default: the GPU's usual one].")
 @click.option(
@@ -79,7 +80,11 @@ KERNELS_OPTION = click.option(
     type=click.Choice(("vllm", "sglang", "trtllm")),
     help="Serving engine: its defaults for CUDA graphs, scheduling, host overlap.",
 )
-@click.option("--engine-version", help="Engine version (recorded) [default: the defaults' own].")
+@click.option(
+    "--engine-version",
+    help="Engine version (recorded) [default: a trtllm-bench report's engine.version, else the "
+    "defaults' own].",
+)
 @click.option(
     "--kv-cache-dtype",
     type=click.Choice(KV_CACHE_DTYPES),

@@ -119,17 +119,34 @@ def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def _spread_draws(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """``--draws``, refused at 1: one draw has no spread, so its interval would be the Monte
+    Carlo one alone, labelled as from inputs and model (sim/studies/serving/draw_intervals.py
+    ``prediction_half_width`` needs two)."""
+    if value == 1:
+        raise click.BadParameter(
+            "1 draw has no spread to give an interval from inputs and model: give 0 (Monte "
+            "Carlo intervals only) or at least 2 (few draws give a wide interval: the default "
+            "is 8)",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
 def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--draws N: Sobol draws of the uncertain inputs for the 90% intervals from inputs and
-    model (sim/studies/serving/draws.py ``DRAWS`` by default; 0: Monte Carlo only)."""
+    model (sim/studies/serving/draws.py ``DRAWS`` by default; 0: Monte Carlo only; 1 is
+    refused: one draw has no spread)."""
     return click.option(
         "--draws",
         type=click.IntRange(min=0),
         default=8,
         show_default=True,
+        callback=_spread_draws,
         help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
         "(each up to 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals "
-        "only.",
+        "only; 1 is refused (no spread).",
     )(fn)
 
 

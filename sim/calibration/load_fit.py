@@ -91,6 +91,7 @@ from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.errors import SpecsimError
 from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE, PassTerms
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
+from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, SGLANG_SPEC_FACTOR, US_PER_REQUEST_RANGE
 from sim.model.rates import mean_accept_length
@@ -265,23 +266,28 @@ def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
     return scenario.num_steps > 0
 
 
+def _cost(model: Bound | Scenario, terms: PassTerms | None = None) -> IterationCost:
+    """The iteration cost the serving engine prices its passes with (the bound scenario's
+    batch-1 passes and its measured points, sim/simulation/serving/setup.py); ``model``
+    and ``terms`` as ``predicted_tpot_ms`` takes them."""
+    memo = None if terms is None else terms.passes
+    bound = model if isinstance(model, Bound) else bind(model, memo)
+    return serving_setup(bound, source="load sweep", terms=terms).plan.cost
+
+
 def predicted_tpot_ms(
     model: Bound | Scenario, points: Sequence[LoadPoint], terms: PassTerms | None = None
 ) -> np.ndarray:
     """Model TPOT (ms) of each run (see the module docstring); shape (len(points),): a run
     with its own job (``LoadPoint.job``) replayed through the same iteration cost
     (sim/calibration/run_job.py), the others by the closed form at their mean context.
-    The iteration cost is the one the serving engine prices its passes with (the bound
-    scenario's batch-1 passes and its measured points, sim/simulation/serving/setup.py);
     ``model``: the bound scenario (a scenario is bound here). ``terms``: the batched
     passes' token-count terms and the batch-1 hardware answers (sim/hardware/batched.py
     ``PassTerms``, its ``passes`` memo) of the fit that asks at every step (None: the
     bound scenario's own); pure functions of frozen inputs, so the numbers are the same
     with or without them."""
-    memo = None if terms is None else terms.passes
-    bound = model if isinstance(model, Bound) else bind(model, memo)
-    scenario = bound.scenario
-    cost = serving_setup(bound, source="load sweep", terms=terms).plan.cost
+    scenario = model.scenario if isinstance(model, Bound) else model
+    cost = _cost(model, terms)
     default_context = scenario.timing.context_tokens or 0.0
     out = []
     for p in points:

@@ -12,7 +12,7 @@ against the scenario's file, as its loader reports a problem of the file itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -129,6 +129,24 @@ class Bound:
         targets = {"targets.tok_s": [float(t) for t in tok_s]}
         scenario = with_overrides(self.scenario, targets, source=source)
         return replace(self, scenario=scenario, drafting=draft_binding(scenario))
+
+    def with_serving(self, values: Mapping[str, float], source: str = "override") -> Bound:
+        """The same bound model with ``values`` (``serving.*`` fields only) set by
+        ``source``: no binding step reads ``[serving]`` (the serving plan reads it from the
+        bound scenario, sim/binding/serving.py), so nothing is bound again but the
+        uncertain inputs, whose nominal values are the scenario's (a fit's every step:
+        sim/calibration/load_fit.py)."""
+        outside = sorted(k for k in values if not k.startswith("serving."))
+        if outside:
+            raise ValueError(f"not serving fields: {', '.join(outside)}")
+        scenario = with_overrides(self.scenario, dict(values), source=source)
+        inputs = uncertain_inputs(
+            scenario,
+            self.resolved.shape,
+            self.hardware.uses_derived_compute(),
+            self.hardware.grows_experts(),
+        )
+        return replace(self, scenario=scenario, inputs=inputs)
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None

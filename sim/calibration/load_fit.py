@@ -85,13 +85,12 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from sim.binding.bind import draft_binding, scenario_rates
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.errors import SpecsimError
-from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
+from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE, PassTerms
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
-from sim.hardware.passes import PassMemo
 from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, SGLANG_SPEC_FACTOR, US_PER_REQUEST_RANGE
@@ -267,21 +266,28 @@ def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
     return scenario.num_steps > 0
 
 
-def _cost(scenario: Scenario, memo: PassMemo | None = None) -> IterationCost:
-    """The iteration cost the serving engine prices its passes with (the scenario's
-    batch-1 passes and its measured points, sim/simulation/serving/setup.py)."""
-    return serving_setup(bind(scenario, memo), source="load sweep").plan.cost
+def _cost(model: Bound | Scenario, terms: PassTerms | None = None) -> IterationCost:
+    """The iteration cost the serving engine prices its passes with (the bound scenario's
+    batch-1 passes and its measured points, sim/simulation/serving/setup.py); ``model``
+    and ``terms`` as ``predicted_tpot_ms`` takes them."""
+    memo = None if terms is None else terms.passes
+    bound = model if isinstance(model, Bound) else bind(model, memo)
+    return serving_setup(bound, source="load sweep", terms=terms).plan.cost
 
 
 def predicted_tpot_ms(
-    scenario: Scenario, points: Sequence[LoadPoint], memo: PassMemo | None = None
+    model: Bound | Scenario, points: Sequence[LoadPoint], terms: PassTerms | None = None
 ) -> np.ndarray:
     """Model TPOT (ms) of each run (see the module docstring); shape (len(points),): a run
     with its own job (``LoadPoint.job``) replayed through the same iteration cost
     (sim/calibration/run_job.py), the others by the closed form at their mean context.
-    ``memo``: the hardware answers (sim/hardware/passes.py ``PassMemo``) of the fit that
-    asks at every step (None: the bound scenario's own)."""
-    cost = _cost(scenario, memo)
+    ``model``: the bound scenario (a scenario is bound here). ``terms``: the batched
+    passes' token-count terms and the batch-1 hardware answers (sim/hardware/batched.py
+    ``PassTerms``, its ``passes`` memo) of the fit that asks at every step (None: the
+    bound scenario's own); pure functions of frozen inputs, so the numbers are the same
+    with or without them."""
+    scenario = model.scenario if isinstance(model, Bound) else model
+    cost = _cost(model, terms)
     default_context = scenario.timing.context_tokens or 0.0
     out = []
     for p in points:
@@ -507,13 +513,16 @@ def fit_load_sweep(
     }
     spec_runs, spec_why = _spec_factor_runs(scenario, usable)
     names = (HOST_FIELD, SLOPE_FIELD, SKEW_FIELD, *((SPEC_FIELD,) if spec_runs else ()))
-    # every step moves serving terms only: the same batch-1 passes, one memo of their answers
-    hardware = PassMemo()
+    # every step moves serving terms only: the same batch-1 passes and the same token-count
+    # terms of every pass whose physics a step does not move, one table of their answers
+    hardware = PassTerms()
+    # and none of them is read by a binding step: the scenario is bound once
+    bound = bind(scenario, hardware.passes)
 
-    def with_values(values: dict[str, float]) -> Scenario:
+    def with_values(values: dict[str, float]) -> Bound:
         # clamped: a finite difference at a bound steps past it
         clamped = {n: float(np.clip(v, *BOUNDS[n])) for n, v in values.items()}
-        return with_overrides(scenario, clamped, source=source)
+        return bound.with_serving(clamped, source=source)
 
     def residuals(values: dict[str, float]) -> np.ndarray:
         return (predicted_tpot_ms(with_values(values), usable, hardware) - measured) / sigma
@@ -626,7 +635,7 @@ def fit_load_sweep(
     # with the host work fitted (it took f h) a draw of f alone would count it twice
     written = {n: v for n, v in values.items() if n != SPEC_FIELD or n in identified}
     fitted = with_overrides(
-        with_values(written),
+        with_values(written).scenario,
         _uncertainty(
             written,
             fit.stderr,

@@ -34,6 +34,7 @@ import numpy as np
 from scipy.linalg import block_diag
 from scipy.optimize import least_squares
 
+from sim.binding.bound import bind
 from sim.calibration.load_fit import (
     BOUNDS,
     SCALES,
@@ -43,7 +44,7 @@ from sim.calibration.load_fit import (
 )
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.run_job import RunJob
-from sim.hardware.passes import PassMemo
+from sim.hardware.batched import PassTerms
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.calibrated_on import CalibrationFigure
@@ -188,12 +189,15 @@ def _solve(
     sigma = np.array([tpot_sigma_ms(p) for p in points])
     lower = np.array([BOUNDS[t][0] for t in terms])
     upper = np.array([BOUNDS[t][1] for t in terms])
-    memo = PassMemo()  # every step moves serving terms only: the same batch-1 passes
+    # every step moves serving terms only, which no binding step reads: the scenario bound
+    # once, the same batch-1 passes and token-count terms, one table of their answers
+    hardware = PassTerms()
+    bound = bind(scenario, hardware.passes)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         values = dict(zip(terms, np.clip(x, lower, upper).tolist(), strict=True))
-        drawn = with_overrides(scenario, values, source=source)
-        return (predicted_tpot_ms(drawn, points, memo) - measured) / sigma
+        drawn = bound.with_serving(values, source=source)
+        return (predicted_tpot_ms(drawn, points, hardware) - measured) / sigma
 
     x0 = np.clip([_value(scenario, t) for t in terms], lower, upper)
     result = least_squares(

@@ -22,7 +22,7 @@ from scipy import optimize
 from sim.binding.bound import bind
 from sim.calibration.load_fit import predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
-from sim.hardware.passes import PassMemo
+from sim.hardware.batched import PassTerms
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -119,7 +119,7 @@ def _base() -> Scenario:
 
 def _fit_field(scenario: Scenario, field: str, lo: float, hi: float, point: LoadPoint) -> Scenario:
     target = float(point.tpot_ms or 0.0)
-    memo = PassMemo()  # the hardware answers every step of the root search meets again
+    memo = PassTerms()  # the hardware answers every step of the root search meets again
 
     def gap(x: float) -> float:
         sc = with_overrides(scenario, {field: x}, source="validation")

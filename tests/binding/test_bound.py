@@ -48,3 +48,22 @@ def test_what_the_hardware_model_finds_names_the_step_that_set_it(write_scenario
     with pytest.raises(SpecsimError) as err:
         bind(study)
     assert err.value.source == "search (--set)"
+
+
+def test_serving_values_are_set_on_the_bound_model_as_a_bind_of_them_gives():
+    """``Bound.with_serving``: no binding step reads ``[serving]``, so the model bound once
+    answers as a bind of the changed scenario does, its uncertain inputs found again."""
+    sc = load_scenario(ROOT / "scenarios" / "sweeps" / "llama31-8b-1xh100-eagle3-calibrated.toml")
+    values = {"serving.host_us_per_request": 123.0, "serving.kernel_slope": 0.7}
+    moved = bind(sc).with_serving(values, source="test")
+    again = bind(with_overrides(sc, values, source="test"))
+    assert moved.scenario == again.scenario
+    assert moved.scenario.given_origin("serving.kernel_slope") == ("override", "set by test")
+    assert moved.passes == again.passes and moved.cycle == again.cycle
+    assert list(moved.rates) == list(again.rates)
+    assert moved.inputs == again.inputs
+    # an override drops the file's range of the field it sets: the inputs are found again
+    assert {u.field for u in bind(sc).inputs} >= set(values)
+    assert not {u.field for u in moved.inputs} & set(values)
+    with pytest.raises(ValueError, match=r"not serving fields: timing\.decode_ms"):
+        bind(sc).with_serving({"timing.decode_ms": 9.0})

@@ -21,10 +21,9 @@ from sim.calibration.load_sweep import parse_load_sweep
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario
-from tests.cli.test_init_workload import LLAMA_8B
+from tests.cli.trtllm_init import REPORT, init_args
 
 DATA = Path(__file__).parents[1] / "data" / "formats"
-REPORT = DATA / "trtllm_bench_report.json"
 LLAMA = str(Path(__file__).parents[2] / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
 
 
@@ -151,18 +150,10 @@ def test_another_tools_file_points_to_its_option(tmp_path: Path) -> None:
         assert result.stderr.strip().endswith("give it as --trtllm-bench"), result.stderr
 
 
-def _init_args(tmp_path: Path, report: str, *extra: str) -> list[str]:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(LLAMA_8B))
-    return [
-        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", "--trtllm-bench", report, *extra,
-    ]  # fmt: skip
-
-
 def test_init_writes_the_reports_server_and_figures(tmp_path: Path) -> None:
     out = tmp_path / "s.toml"
-    result = CliRunner().invoke(main, [*_init_args(tmp_path, str(REPORT)), "--out", str(out)])
+    args = init_args(tmp_path, "--trtllm-bench", str(REPORT))
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.stderr
     text = out.read_text()
     assert f"named by trtllm-bench {REPORT} engine.model" in text
@@ -190,7 +181,7 @@ def test_init_refuses_bad_or_contradicting_reports_writing_nothing(
     edit(doc)
     report = _write(tmp_path, doc)
     out = tmp_path / "s.toml"
-    args = [*_init_args(tmp_path, report, *extra), "--out", str(out)]
+    args = [*init_args(tmp_path, "--trtllm-bench", report, *extra), "--out", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
@@ -229,7 +220,8 @@ def test_reports_at_several_concurrencies_are_a_load_sweep(tmp_path: Path) -> No
     (plain,) = parse_load_sweep(json.dumps(doc))
     assert not plain.speculative and plain.accept_length == 1.0 and plain.num_steps is None
     init = tmp_path / "s.toml"
-    result = CliRunner().invoke(main, [*_init_args(tmp_path, str(REPORT)), "--out", str(init)])
+    args = init_args(tmp_path, "--trtllm-bench", str(REPORT))
+    result = CliRunner().invoke(main, [*args, "--out", str(init)])
     assert result.exit_code == 0, result.stderr
     sweep = [str(REPORT)] + [
         _write(tmp_path, _at_load(c * 0.98, t), f"r{c}.json") for c, t in ((4, 5.3), (16, 7.9))
@@ -248,7 +240,8 @@ def test_a_forced_acceptance_report_is_a_timing_run(tmp_path: Path) -> None:
     """Its tok/s fits the timings only; the batched report's acceptance the acceptance; a
     report without a one-at-a-time streamed TPOT is refused as a timing run."""
     init = tmp_path / "s.toml"
-    result = CliRunner().invoke(main, [*_init_args(tmp_path, str(REPORT)), "--out", str(init)])
+    args = init_args(tmp_path, "--trtllm-bench", str(REPORT))
+    result = CliRunner().invoke(main, [*args, "--out", str(init)])
     assert result.exit_code == 0, result.stderr
     batched = _write(tmp_path, _at_load(3.9, 5.3), "batched.json")
     args = ["calibrate", "--scenario", str(init), "--json", "--timing-run", str(REPORT)]
@@ -311,7 +304,8 @@ def test_a_serving_result_read_as_vllms_or_sglangs_points_to_trtllm_bench() -> N
 
 def test_init_reads_a_serving_result_at_its_num_steps(tmp_path: Path) -> None:
     out = tmp_path / "s.toml"
-    result = CliRunner().invoke(main, [*_init_args(tmp_path, str(SERVING)), "--out", str(out)])
+    args = init_args(tmp_path, "--trtllm-bench", str(SERVING))
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.stderr
     scenario = load_scenario(str(out))
     assert scenario.server.engine == "trtllm" and scenario.timing.context_tokens == 1152
@@ -324,7 +318,7 @@ def test_a_detailed_serving_result_replays_as_the_job(tmp_path: Path) -> None:
     doc["total_input_tokens"] = sum(doc["input_lens"])
     path = _write(tmp_path, doc, "detailed.json")
     out = tmp_path / "s.toml"
-    args = [*_init_args(tmp_path, path), "--replay", path, "--out", str(out)]
+    args = [*init_args(tmp_path, "--trtllm-bench", path), "--replay", path, "--out", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.stderr
     rows = [r for r in (tmp_path / "s.job.csv").read_text().splitlines() if r[0] != "#"]

@@ -6,46 +6,23 @@ server's (the flags win), the defaults keeping the version they were read at."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from sim.cli import main
 from sim.scenario.load import load_scenario
-from tests.cli.test_init_workload import LLAMA_8B
+from tests.cli.trtllm_init import REPORT, run_init
 
 
 def test_trtllm_caps_running_requests_at_its_max_batch_size_default(tmp_path: Path) -> None:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(LLAMA_8B))
-    out = tmp_path / "s.toml"
-    args = [
-        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", "--accept-length", "2.5",
-        "--out", str(out), "-q",
-    ]  # fmt: skip
-    result = CliRunner().invoke(main, args)
+    result, out = run_init(tmp_path, "--accept-length", "2.5")
     assert result.exit_code == 0, result.stderr
     assert load_scenario(str(out)).serving.max_running_requests == 2048
     text = out.read_text()
     assert "# trtllm 1.1 default: max_batch_size (tensorrt_llm/llmapi/llm_args.py" in text
 
 
-REPORT = Path(__file__).parents[1] / "data" / "formats" / "trtllm_bench_report.json"
-
-
 def _init_from_report(tmp_path: Path, *extra: str) -> Path:
     """init on the sample report (Llama-3.1-8B, trtllm 1.2.0rc1, ep_size 1); the file."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(LLAMA_8B))
-    out = tmp_path / "s.toml"
-    args = [
-        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", "--trtllm-bench", str(REPORT),
-        *extra, "--out", str(out), "-q",
-    ]  # fmt: skip
-    result = CliRunner().invoke(main, args)
+    result, out = run_init(tmp_path, "--trtllm-bench", str(REPORT), *extra)
     assert result.exit_code == 0, result.stderr
     return out
 

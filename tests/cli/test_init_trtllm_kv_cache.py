@@ -7,43 +7,24 @@ with its ``engine.kv_cache_dtype`` edited (constructed, as that folder's README 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from sim.cli import main
 from sim.scenario.load import load_scenario
-from tests.cli.test_init_workload import LLAMA_8B
+from tests.cli.trtllm_init import edited_report, run_init
 
-REPORT = Path(__file__).parents[1] / "data" / "formats" / "trtllm_bench_report.json"
 #: Llama-3.1-8B's KV a token at 1 byte an element: K and V x 8 KV heads x 128 x 32 layers.
 FP8_KV = 2 * 8 * 128 * 32
 
 
 def _report(tmp_path: Path, kv_cache_dtype: str | None, name: str = "report.json") -> str:
-    doc = json.loads(REPORT.read_text())
-    doc["engine"]["kv_cache_dtype"] = kv_cache_dtype
-    path = tmp_path / name
-    path.write_text(json.dumps(doc))
-    return str(path)
-
-
-def _init(tmp_path: Path, *args: str) -> tuple[object, Path]:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(LLAMA_8B))
-    out = tmp_path / "s.toml"
-    cmd = [
-        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", *args, "--out", str(out), "-q",
-    ]  # fmt: skip
-    return CliRunner().invoke(main, cmd), out
+    return edited_report(tmp_path, name, kv_cache_dtype=kv_cache_dtype)
 
 
 def test_auto_takes_the_reports_fp8_cache_and_names_it(tmp_path: Path) -> None:
     report = _report(tmp_path, "FP8")
-    result, out = _init(tmp_path, "--trtllm-bench", report)
+    result, out = run_init(tmp_path, "--trtllm-bench", report)
     assert result.exit_code == 0, result.stderr
     assert load_scenario(str(out)).model.kv_bytes_per_token == FP8_KV
     assert f"1 byte an element (trtllm-bench {report} engine.kv_cache_dtype)" in out.read_text()
@@ -51,14 +32,14 @@ def test_auto_takes_the_reports_fp8_cache_and_names_it(tmp_path: Path) -> None:
 
 def test_a_flag_that_agrees_stays_the_flag(tmp_path: Path) -> None:
     report = _report(tmp_path, "FP8")
-    result, out = _init(tmp_path, "--trtllm-bench", report, "--kv-cache-dtype", "fp8_e4m3")
+    result, out = run_init(tmp_path, "--trtllm-bench", report, "--kv-cache-dtype", "fp8_e4m3")
     assert result.exit_code == 0, result.stderr
     assert load_scenario(str(out)).model.kv_bytes_per_token == FP8_KV
     assert "1 byte an element (--kv-cache-dtype fp8_e4m3)" in out.read_text()
 
 
 def test_an_unstated_cache_is_the_models_dtype(tmp_path: Path) -> None:
-    result, out = _init(tmp_path, "--trtllm-bench", _report(tmp_path, None))
+    result, out = run_init(tmp_path, "--trtllm-bench", _report(tmp_path, None))
     assert result.exit_code == 0, result.stderr
     assert load_scenario(str(out)).model.kv_bytes_per_token == 2 * FP8_KV
 
@@ -78,7 +59,7 @@ def test_a_cache_the_reports_contradict_or_specsim_cannot_price_is_refused(
 ) -> None:
     reports = [_report(tmp_path, d, f"{'ab'[i]}.json") for i, d in enumerate(dtypes)]
     args = [a for r in reports for a in ("--trtllm-bench", r)]
-    result, out = _init(tmp_path, *args, *flag)
+    result, out = run_init(tmp_path, *args, *flag)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.output, result.output

@@ -7,32 +7,17 @@ The report is tests/data/formats/trtllm_bench_report.json with that field edited
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import Result
 
-from sim.cli import main
-from tests.cli.test_init_workload import LLAMA_8B
-
-REPORT = Path(__file__).parents[1] / "data" / "formats" / "trtllm_bench_report.json"
+from tests.cli.trtllm_init import edited_report, run_init
 
 
-def _init(tmp_path: Path, quantization: str | None, *extra: str) -> tuple[object, Path]:
-    doc = json.loads(REPORT.read_text())
-    doc["engine"]["quantization"] = quantization
-    report = tmp_path / "report.json"
-    report.write_text(json.dumps(doc))
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(LLAMA_8B))
-    out = tmp_path / "s.toml"
-    args = [
-        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", "--trtllm-bench", str(report),
-        *extra, "--out", str(out), "-q",
-    ]  # fmt: skip
-    return CliRunner().invoke(main, args), out
+def _init(tmp_path: Path, quantization: str | None, *extra: str) -> tuple[Result, Path]:
+    report = edited_report(tmp_path, quantization=quantization)
+    return run_init(tmp_path, "--trtllm-bench", report, *extra)
 
 
 def test_quantized_figures_on_an_unquantized_config_are_refused(tmp_path: Path) -> None:

@@ -51,25 +51,25 @@ def _same_model(a: str, b: str) -> bool:
     return bool(ka and kb) and (ka in kb or kb in ka)
 
 
-def num_steps_facts(data: Measurements) -> tuple[ServerFact, ...]:
-    """num_steps of every speculative figure (tok/s points and accept lengths)."""
+def measured_num_steps(data: Measurements) -> ServerFact | None:
+    """The num_steps every speculative figure of ``data`` was measured at (a server fact
+    stating it first, then the tok/s points' and accept lengths'), as the first fact
+    naming it; None when they state none or several."""
     figures: tuple[SpecPoint | AcceptLengthObs, ...] = (
         *data.points,
         *data.accept_lengths,
         *data.checks,
     )
-    return tuple(ServerFact("num_steps", x.num_steps, x.source) for x in figures) + tuple(
-        f for f in data.server if f.what == "num_steps"
-    )
+    facts = [f for f in data.server if f.what == "num_steps"]
+    facts += [ServerFact("num_steps", x.num_steps, x.source) for x in figures]
+    return facts[0] if len({f.value for f in facts}) == 1 else None
 
 
 def contradictions(base: Scenario, data: Measurements) -> tuple[Contradiction, ...]:
     """Every fact of ``data`` that contradicts ``base`` (first per kind)."""
     out: list[Contradiction] = []
-    facts = (*data.server, *num_steps_facts(data))
-    ks = {f.value for f in facts if f.what == "num_steps"}
-    if len(ks) == 1 and base.num_steps not in ks:
-        fact = next(f for f in facts if f.what == "num_steps")
+    fact = measured_num_steps(data)
+    if fact is not None and fact.value != base.num_steps:
         out.append(
             Contradiction(
                 "num_steps", fact.value, base.num_steps, "speculation.num_steps", fact.source
@@ -231,11 +231,9 @@ def check_init_server(
 def _check_init_num_steps(num_steps: int, data: Measurements) -> None:
     """SpecsimError in init's flags when every figure was measured at one num_steps and
     ``--num-steps`` says another (or no drafter, k = 0)."""
-    facts = num_steps_facts(data)
-    ks = {f.value for f in facts}
-    if len(ks) != 1 or num_steps in ks:
+    fact = measured_num_steps(data)
+    if fact is None or fact.value == num_steps:
         return
-    fact = facts[0]
     if fact.value == 0:
         said, give = "plain decoding", "drop --drafter and --num-steps"
     else:

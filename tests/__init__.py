@@ -1,9 +1,7 @@
 """The suite's tests. Importing this package (before tests/conftest.py, so before numpy)
 gives each test process one BLAS thread: the suite already runs on both cores (pytest -n 2),
-and OpenBLAS's own threads, one a core, spin waiting for a core the other worker holds. On 2
-shared cores the gain fits' jackknife (tests/validation/test_gain_range.py) took 11.4 s of
-CPU with them and 1.4 s with one (docs/speed.md, "The test suite"). A value set in the
-environment is kept."""
+and OpenBLAS's own threads, one a core, spin waiting for a core the other worker holds
+(measured in docs/speed.md, "The test suite"). A value set in the environment is kept."""
 
 import os
 

@@ -136,7 +136,7 @@ def _spread_draws(ctx: click.Context, param: click.Parameter, value: int) -> int
 
 def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--draws N: Sobol draws of the uncertain inputs for the 90% intervals from inputs and
-    model (sim/studies/serving/draws.py ``DRAWS`` by default; 0: Monte Carlo only; 1 is
+    model (sim/uncertainty/perturb.py ``DRAWS``, 8, by default; 0: Monte Carlo only; 1 is
     refused: one draw has no spread)."""
     return click.option(
         "--draws",

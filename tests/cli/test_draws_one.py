@@ -21,3 +21,13 @@ def test_one_draw_is_refused_in_one_line(command: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.output, result.output
     assert lines[0].startswith("specsim: error: ") and "--draws: 1 draw has no spread" in lines[0]
+
+
+def test_the_flags_default_is_the_librarys_draws() -> None:
+    """The option's literal default (the command layer does not import the binding at
+    start-up) is the library's ``DRAWS``."""
+    from sim.cli.serve import serve
+    from sim.uncertainty.perturb import DRAWS
+
+    (draws,) = [p for p in serve.params if p.name == "draws"]
+    assert draws.default == DRAWS

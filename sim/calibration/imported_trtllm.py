@@ -6,7 +6,9 @@ Which figure feeds which fit:
 
 - the server: engine ``trtllm``, ``engine.model``, ``world_info.tp_size`` and, for a
   speculative run, its draft length (``--prefer`` settles a contradiction with the base);
-  for ``specsim init``: ``engine.kv_cache_dtype`` when stated (it prices the KV cache),
+  for ``specsim init``: ``decoding_stats.mode`` (as spelled, and the drafter specsim names
+  for it: the drafter kind when ``--drafter`` is not given, sim/calibration/reported_drafter.py),
+  ``engine.kv_cache_dtype`` when stated (it prices the KV cache),
   ``engine.version`` and ``world_info.ep_size`` (recorded), ``engine.quantization``
   (checked against the config.json's ``quantization_config``);
 - acceptance: ``decoding_stats.acceptance_length_percentiles.average`` at the draft length
@@ -62,6 +64,11 @@ def trtllm_bench_measurement(report: TrtllmBench, rel_error: float) -> Measureme
     if report.kv_cache_dtype:
         kv = ServerFact("kv_cache_dtype", report.kv_cache_dtype, f"{src} engine.kv_cache_dtype")
         facts.append(kv)
+    if report.speculative:  # the mode as spelled; the drafter specsim names for it, if any
+        mode_src = f"{src} decoding_stats.mode"
+        facts.append(ServerFact("decoding_mode", str(report.mode), mode_src))
+        if report.drafter is not None:
+            facts.append(ServerFact("drafter", report.drafter, mode_src))
     lengths = RequestLengths(
         src,
         report.avg_input_length,

@@ -3,8 +3,10 @@ origin (a user flag, a config.json field, a named engine default).
 
 From the model's Hugging Face ``config.json`` (sim/calibration/hf_config.py), a GPU preset
 and count, the tensor-parallel size, the engine (sim/calibration/engine_defaults.py), the
-drafter and k. Measurement files, when given, go to ``calibrate`` with this scenario as
-its base (the CLI does it): the pass times then come from them, the rest from here.
+drafter and k (not given: those a ``trtllm-bench`` report states, its
+``decoding_stats.mode`` and draft length, sim/calibration/reported_drafter.py). Measurement
+files, when given, go to ``calibrate`` with this scenario as its base (the CLI does it):
+the pass times then come from them, the rest from here.
 
 The drafter's weights read a pass (``model.draft_params``):
 
@@ -70,6 +72,7 @@ from sim.calibration.kv_cache_dtype import (
 from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
+from sim.calibration.reported_drafter import check_reported_drafter, reported_drafter
 from sim.calibration.result import Calibration
 from sim.calibration.server_match import check_init_quantization, check_init_server
 from sim.calibration.settings import TABLE_TIMING_FIT
@@ -145,6 +148,10 @@ class InitRequest:
     kv_cache_dtype: str | None = None
     #: The measurement file and field that stated ``kv_cache_dtype`` (None: the flag).
     kv_cache_source: str | None = None
+    #: Where ``drafter`` and ``num_steps`` came from: the flags, or the report that states
+    #: them (sim/calibration/reported_drafter.py).
+    drafter_source: str = "--drafter"
+    num_steps_source: str = "--num-steps"
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,12 +318,19 @@ def _draft_kv(req: InitRequest, model: HfModel, draft: dict[str, Any]) -> KvCach
     return drafter_kv_cache(model.kv_cache, req.engine, draft, req.draft_config)
 
 
+def _drafter_label(req: InitRequest) -> str:
+    """The drafter as the user gave it (``--drafter NAME``) or as the report named it."""
+    if req.drafter_source == "--drafter":
+        return f"--drafter {req.drafter}"
+    return f"drafter {req.drafter} {req.drafter_source}"
+
+
 def _parallel_drafter(
     req: InitRequest, model: HfModel, tp: int, raw: dict[str, Any], comments: dict[str, str]
 ) -> None:
     """A block-parallel drafter's fields: ``speculation.parallel_draft`` and its size,
     from ``--draft-params`` or its checkpoint's config.json (``--draft-config``)."""
-    flag = f"--drafter {req.drafter}"
+    flag = _drafter_label(req)
     _set(
         raw,
         comments,
@@ -655,7 +669,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
         comments,
         "speculation.num_steps",
         req.num_steps or 0,
-        "--num-steps" if req.drafter else "no drafter: plain decoding",
+        req.num_steps_source if req.drafter else "no drafter: plain decoding",
     )
     if req.drafter in PARALLEL_DRAFTERS:
         _set(
@@ -663,12 +677,14 @@ def init_scenario(req: InitRequest) -> InitScenario:
             comments,
             "acceptance.method",
             "generic",
-            f"--drafter {req.drafter}: no published profiles of its own in specsim's priors, "
+            f"{_drafter_label(req)}: no published profiles of its own in specsim's priors, "
             "the pooled ones (sim/binding/priors.py)",
         )
     elif req.drafter is not None:
-        _set(raw, comments, "acceptance.method", req.drafter, "--drafter")
+        _set(raw, comments, "acceptance.method", req.drafter, req.drafter_source)
     if req.drafter is not None:
+        flag = req.num_steps_source == "--num-steps"
+        measured_at = "--num-steps" if flag else "speculation.num_steps's"
         if req.accept_length is None:
             raise SpecsimError(
                 "the drafter's acceptance is not known: give --accept-length (measured at "
@@ -687,7 +703,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
             comments,
             "acceptance.measured_num_steps",
             req.num_steps,
-            "the num_steps the accept length was measured at (--num-steps)",
+            "the num_steps the accept length was measured at (" + measured_at + ")",
         )
     if req.context_tokens is not None:
         _set(
@@ -751,7 +767,14 @@ def init_and_calibrate(
                 source="--context-tokens",
             )
         return init_scenario(req), None
+    reported = reported_drafter(data, req.drafter, req.num_steps)
+    if reported is not None and reported.drafter is not None:
+        req = replace(req, drafter=reported.drafter, drafter_source=reported.drafter_why)
+    if reported is not None and reported.num_steps is not None:
+        req = replace(req, num_steps=reported.num_steps, num_steps_source=reported.num_steps_why)
     if prefer is None:  # --prefer says which wins; without it, refused here in the flags' words
+        if req.drafter is not None and req.drafter_source == "--drafter":
+            check_reported_drafter(req.drafter, data)
         config = read_json(req.config) if req.model_id is None else {}
         check_init_server(req.engine, config, req.config, data, req.num_steps)
         check_init_quantization(read_json(req.config), req.config, data)

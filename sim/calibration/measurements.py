@@ -80,9 +80,10 @@ class CumulativeObs:
 class ServerFact:
     """What a file says about the server its figures came from: ``what`` is ``engine``
     (vllm, sglang, trtllm), ``model`` (a Hugging Face id or path), ``tensor_parallel``,
-    ``num_steps``, ``kv_cache_dtype``, ``engine_version``, ``expert_parallel`` or
-    ``quantization`` (as the file spells them, ``none`` for unquantized weights; read by
-    ``specsim init``)."""
+    ``num_steps``, ``kv_cache_dtype``, ``engine_version``, ``expert_parallel``,
+    ``quantization`` (as the file spells them, ``none`` for unquantized weights),
+    ``decoding_mode`` (as spelled) or ``drafter`` (the ``--drafter`` name of that mode;
+    these five read by ``specsim init``)."""
 
     what: str
     value: str | int

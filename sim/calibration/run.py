@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from sim.calibration.importers.per_request import PerRequestFile
     from sim.calibration.spread_fit import SpreadFit
 
-__all__ = ["CalibrationRun", "fit_files", "run_calibration", "run_init", "spread_into"]
+__all__ = [
+    "CalibrationRun",
+    "fit_files",
+    "load_sweep_into",
+    "run_calibration",
+    "run_init",
+    "spread_into",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,23 +78,32 @@ def run_calibration(
             body["per_request_spread"] = fit_files(files)[0].as_dict()
         return CalibrationRun(imported=body)
     if data.empty and inputs.load_sweeps:
-        raise SpecsimError(
-            "the batched terms are fitted over a batch-1 fit, and no batch-1 figure is given: "
-            "give the sweep's files as --sglang-bench, --vllm-bench or --trtllm-bench too "
-            "(their concurrency 1 runs), or --baseline-tok-s and --point",
-            source="--load-sweep",
-        )
+        raise SpecsimError(NO_BATCH1, source="--load-sweep")
     result = calibrate(base, data, fit_timing=fit_timing, acceptance=acceptance, prefer=prefer)
     spread = None
     if files:
         spread, result = spread_into(result, files)
     if not inputs.load_sweeps:
         return CalibrationRun(calibration=result, spread=spread)
-    points = [p for path in inputs.load_sweeps for p in read_load_sweep(path)]
-    load = fit_load_sweep(result.scenario, points, source="--load-sweep")
-    return CalibrationRun(
-        calibration=replace(result, scenario=record_load_fit(load)), spread=spread, load=load
-    )
+    result, load = load_sweep_into(result, inputs.load_sweeps)
+    return CalibrationRun(calibration=result, spread=spread, load=load)
+
+
+#: Why a load sweep without batch-1 figures is refused.
+NO_BATCH1 = (
+    "the batched terms are fitted over a batch-1 fit, and no batch-1 figure is given: "
+    "give the sweep's files as --sglang-bench, --vllm-bench or --trtllm-bench too "
+    "(their concurrency 1 runs), or --baseline-tok-s and --point"
+)
+
+
+def load_sweep_into(cal: Calibration, paths: Sequence[str]) -> tuple[Calibration, LoadFit]:
+    """The batched terms fitted to the runs of the load-sweep files ``paths`` over the
+    batch-1 fit ``cal`` (sim/calibration/load_fit.py), and ``cal`` with its scenario
+    carrying them and the runs (sim/calibration/load_record.py)."""
+    points = [p for path in paths for p in read_load_sweep(path)]
+    load = fit_load_sweep(cal.scenario, points, source="--load-sweep")
+    return replace(cal, scenario=record_load_fit(load)), load
 
 
 def fit_files(files: Sequence[PerRequestFile]) -> tuple[SpreadFit, str]:
@@ -118,12 +134,18 @@ def spread_into(cal: Calibration, files: Sequence[PerRequestFile]) -> tuple[Spre
 
 def run_init(
     req: InitRequest, inputs: CalibrationInputs, *, prefer: str | None = None
-) -> tuple[InitScenario, Calibration | None]:
+) -> tuple[InitScenario, Calibration | None, LoadFit | None]:
     """``specsim init`` as one call: the scenario ``req`` describes and, with figures among
     ``inputs``, its calibration to them (sim/calibration/init_scenario.py), with the
-    per-request spread written in."""
+    per-request spread written in and, with load sweeps, the batched terms fitted over it
+    as ``calibrate --load-sweep`` fits them (``load_sweep_into``)."""
     data, files = read_inputs(inputs, inputs.num_steps)
+    if data.empty and inputs.load_sweeps:
+        raise SpecsimError(NO_BATCH1, source="--load-sweep")
     init, cal = init_and_calibrate(req, data, prefer=prefer)
     if files and cal is not None:
         cal = spread_into(cal, files)[1]
-    return init, cal
+    if cal is None or not inputs.load_sweeps:
+        return init, cal, None
+    cal, load = load_sweep_into(cal, inputs.load_sweeps)
+    return init, cal, load

@@ -131,6 +131,20 @@ PREFER_OPTION = click.option(
     "Without it such a base is refused.",
 )
 
+LOAD_SWEEP_OPTION = click.option(
+    "--load-sweep",
+    "load_sweeps",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Runs at several concurrencies or request rates (repeatable; vllm bench serve JSON, "
+    "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, trtllm-bench "
+    "--report_json (one a concurrency), guidellm report JSON): fits the batched terms "
+    "(serving.host_us_per_request, serving.kernel_slope) to their decode time per token after "
+    "the batch-1 fit, and records the runs in the written scenario "
+    "([[serving.calibrated_on]]): the serving commands' intervals are then conditioned on "
+    "them (docs/load-calibration.md).",
+)
+
 
 @click.command("calibrate")
 @click.option(
@@ -200,19 +214,7 @@ PREFER_OPTION = click.option(
     callback=output_file_checked,
     help="Write the calibrated scenario here (checked before the fit).",
 )
-@click.option(
-    "--load-sweep",
-    "load_sweeps",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Runs at several concurrencies or request rates (repeatable; vllm bench serve JSON, "
-    "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, trtllm-bench "
-    "--report_json (one a concurrency), guidellm report JSON): fits the batched terms "
-    "(serving.host_us_per_request, serving.kernel_slope) to their decode time per token after "
-    "the batch-1 fit, and records the runs in the written scenario "
-    "([[serving.calibrated_on]]): the serving commands' intervals are then conditioned on "
-    "them (docs/load-calibration.md).",
-)
+@LOAD_SWEEP_OPTION
 @PER_REQUEST_OPTION
 @PER_REQUEST_FORMAT_OPTION
 @click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line.")

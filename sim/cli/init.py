@@ -8,6 +8,7 @@ import click
 from sim.calibration.kv_cache_dtype import KV_CACHE_DTYPES
 from sim.cli.calibrate import (
     BASELINE_OPTION,
+    LOAD_SWEEP_OPTION,
     PER_REQUEST_FORMAT_OPTION,
     PER_REQUEST_OPTION,
     POINT_OPTION,
@@ -98,10 +99,15 @@ KERNELS_OPTION = click.option(
     "--drafter",
     type=click.Choice(("eagle3", "eagle", "mtp", "draft_model", "dflash", "dspark")),
     help="Draft method (with --num-steps); none: plain decoding. dflash, dspark: block-parallel "
-    "(speculation.parallel_draft), sized from --draft-config.",
+    "(speculation.parallel_draft), sized from --draft-config [default: the one a "
+    "--trtllm-bench report's decoding_stats.mode names].",
 )
 @click.option(
-    "--num-steps", "-k", "num_steps", type=click.IntRange(1, 64), help="Draft tokens per cycle (k)."
+    "--num-steps",
+    "-k",
+    "num_steps",
+    type=click.IntRange(1, 64),
+    help="Draft tokens per cycle (k) [default: a --trtllm-bench report's draft length].",
 )
 @click.option(
     "--draft-params",
@@ -160,6 +166,7 @@ KERNELS_OPTION = click.option(
 @SGLANG_LOG_OPTION
 @PER_REQUEST_OPTION
 @PER_REQUEST_FORMAT_OPTION
+@LOAD_SWEEP_OPTION
 @REL_ERROR_OPTION
 @PREFER_OPTION
 @click.option(
@@ -178,12 +185,13 @@ def init_command(
     input_tokens, output_tokens, replay, model_id, name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, trtllm_bench, sglang_log,
     per_request,
-    per_request_format, rel_error, prefer, out, quiet, verbose,
+    per_request_format, load_sweeps, rel_error, prefer, out, quiet, verbose,
 ) -> None:  # fmt: skip
     """Write a commented scenario of a server from its model's config.json, GPU, engine and
     drafter; with measured figures, calibrated to them.
 
     Each value says where it came from: a flag, a config.json field, or a named default.
+    With --load-sweep, the batched terms are fitted too, as calibrate --load-sweep fits them.
     """
     # lazy: the library is imported when the command runs, not for --help (start-up)
     from sim.calibration.init_job import init_job, job_csv_path
@@ -211,7 +219,7 @@ def init_command(
         kv_cache_dtype=None if kv_cache_dtype == "auto" else kv_cache_dtype,
     )  # fmt: skip
     inputs = CalibrationInputs.from_options(click.get_current_context().params)
-    init, cal = run_init(req, inputs, prefer=prefer)
+    init, cal, load = run_init(req, inputs, prefer=prefer)
     text = init_toml(init, cal, config)
     if job is not None:  # the rows first: the scenario names them
         atomic_write_text(rows, job.csv_text)
@@ -224,6 +232,11 @@ def init_command(
     if quiet:  # the file is the answer; errors still print (SpecsimError)
         return
     click.echo(init_summary(init, cal, verbose))
-    if cal is not None:
-        click.echo(format_calibration(cal, verbose))
+    if cal is not None:  # a load sweep's terms follow: the batch-1 fit's kept values compact
+        click.echo(format_calibration(cal, verbose, compact=load is not None))
+    if load is not None:
+        # lazy: the load-sweep report only when a sweep was given (start-up)
+        from sim.report.load_fit import format_load_fit
+
+        click.echo(format_load_fit(load, verbose))
     click.echo(f"wrote {out}" + (f" and {rows}" if job is not None else ""))

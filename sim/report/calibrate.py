@@ -188,7 +188,7 @@ def calibrated_toml(
     comments.update(dict(cal.written))
     if cal.scenario.serving is not None and cal.scenario.serving.calibrated_on:
         comments["serving.calibrated_terms"] = (
-            "Fitted by `specsim calibrate --load-sweep` to the figures below: the serving\n"
+            f"Fitted by `{writer} --load-sweep` to the figures below: the serving\n"
             "commands' intervals re-fit these terms to them in every draw."
         )
         comments["serving.calibrated_on"] = (

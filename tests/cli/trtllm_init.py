@@ -1,7 +1,7 @@
 """What the TensorRT-LLM ``init`` tests share: the sample ``trtllm-bench --report_json``
 report (tests/data/formats/trtllm_bench_report.json, constructed, as that folder's README
 says), a copy of it with ``engine`` fields edited, and the ``specsim init`` command line of a
-Llama-3.1-8B server under TensorRT-LLM with EAGLE-3 at k = 3."""
+Llama-3.1-8B server under TensorRT-LLM (with EAGLE-3 at k = 3, or without a drafter flag)."""
 
 from __future__ import annotations
 
@@ -25,15 +25,17 @@ def edited_report(tmp_path: Path, name: str = "report.json", **engine: object) -
     return str(path)
 
 
-def init_args(tmp_path: Path, *extra: str) -> list[str]:
+def server_args(tmp_path: Path, *extra: str) -> list[str]:
     """``specsim init`` on Llama-3.1-8B's config.json (written in ``tmp_path``), one H100,
-    TensorRT-LLM, EAGLE-3 at k = 3, then ``extra``."""
+    TensorRT-LLM, then ``extra`` (no drafter flag: plain decoding, or a report's)."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps(LLAMA_8B))
-    return [
-        "init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm",
-        "--drafter", "eagle3", "--num-steps", "3", *extra,
-    ]  # fmt: skip
+    return ["init", "--config", str(config), "--gpu", "H100", "--engine", "trtllm", *extra]
+
+
+def init_args(tmp_path: Path, *extra: str) -> list[str]:
+    """``server_args`` with EAGLE-3 at k = 3, then ``extra``."""
+    return server_args(tmp_path, "--drafter", "eagle3", "--num-steps", "3", *extra)
 
 
 def run_init(tmp_path: Path, *extra: str) -> tuple[Result, Path]:

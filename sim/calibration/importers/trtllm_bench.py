@@ -17,7 +17,8 @@ read (as the writer spells them):
   ``avg_ttft_ms``;
 - ``decoding_stats`` (only when the run speculates: the writer adds it when the engine's
   decoding mode or ``speculative_config`` is set): ``mode`` (``speculative_config``'s
-  ``decoding_type``, e.g. Eagle3, MTP, DraftTarget), ``acceptance_length_percentiles``
+  ``decoding_type``, e.g. Eagle3, MTP, Draft_Target; ``DRAFTER_MODES`` says which drafter
+  each names), ``acceptance_length_percentiles``
   (per request: output tokens / (decode iterations + 1), the context step counted as one
   iteration) and ``draft_acceptance_rate_percentiles`` (per request: accepted drafts /
   (max_draft_len x iterations)).
@@ -43,7 +44,36 @@ from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, check_step_ms,
 from sim.calibration.importers.vllm_bench import sglang_mark, vllm_mark
 from sim.errors import SpecsimError
 
-__all__ = ["TrtllmBench", "is_trtllm_bench", "parse_trtllm_bench", "read_trtllm_bench"]
+__all__ = [
+    "DRAFTER_MODES",
+    "PYTORCH_EAGLE",
+    "TrtllmBench",
+    "is_trtllm_bench",
+    "parse_trtllm_bench",
+    "read_trtllm_bench",
+]
+
+#: The drafter specsim names (``specsim init --drafter``) for each ``decoding_stats.mode``
+#: the writer can state: the ``decoding_type`` of TensorRT-LLM's speculative configs
+#: (``tensorrt_llm/llmapi/llm_args.py`` at commit 0004396720054fd8e205cbf616f21f0b57c6b412:
+#: ``Eagle3DecodingConfig`` "Eagle3", ``MTPDecodingConfig`` "MTP",
+#: ``DraftTargetDecodingConfig`` "Draft_Target", ``DFlashDecodingConfig`` "DFlash",
+#: ``DSparkDecodingConfig`` "DSpark"). The others (NGram, SA, PARD, Medusa, Lookahead,
+#: User_Provided, AUTO, SaveState) are drafters specsim does not size, and a TensorRT engine
+#: run states its C++ decoding mode instead: neither is named here.
+DRAFTER_MODES = {
+    "Eagle3": "eagle3",
+    "MTP": "mtp",
+    "Draft_Target": "draft_model",
+    "DFlash": "dflash",
+    "DSpark": "dspark",
+}
+
+#: ``EagleDecodingConfig`` ("Eagle"): on the PyTorch backend (``engine.backend`` "Pytorch")
+#: its ``spec_dec_mode`` is EAGLE3 or EAGLE3_ONE_MODEL (``llm_args.py`` at commit
+#: 0249976575050d2c624a5f285683c66de311a3b7, before "Eagle3" had its own class): an EAGLE-3
+#: drafter; on the TensorRT backend the config builds EAGLE-1/2 engines, not named here.
+PYTORCH_EAGLE = ("Eagle", "Pytorch")
 
 #: The sections every report has (``get_statistics_dict``).
 SECTIONS = ("engine", "world_info", "request_info", "performance")
@@ -91,6 +121,14 @@ class TrtllmBench:
     @property
     def speculative(self) -> bool:
         return self.num_steps is not None
+
+    @property
+    def drafter(self) -> str | None:
+        """The drafter specsim names for ``mode`` (``DRAFTER_MODES``, ``PYTORCH_EAGLE``);
+        None: plain decoding, or a mode specsim does not name."""
+        if (self.mode, self.backend) == PYTORCH_EAGLE:
+            return "eagle3"
+        return DRAFTER_MODES.get(self.mode) if self.mode is not None else None
 
     @property
     def batch1(self) -> bool:

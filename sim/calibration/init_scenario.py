@@ -208,7 +208,16 @@ def folder_model_name(config: Path) -> tuple[str, str]:
     return parent.name, "the config.json's folder name"
 
 
-def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
+def _drafter_label(req: InitRequest) -> str:
+    """The drafter as the user gave it (``--drafter NAME``) or as the report named it."""
+    if req.drafter_source == "--drafter":
+        return f"--drafter {req.drafter}"
+    return f"drafter {req.drafter} {req.drafter_source}"
+
+
+def _eagle3_params(model: HfModel, source: str, drafter: str) -> tuple[float, str]:
+    """(draft_params, why) of an EAGLE-3 drafter of the dense target ``model`` (config.json
+    ``source``) without its own config.json; ``drafter``: how the user named it (errors)."""
     cfg = read_raw(source)
     hidden = model.get("hidden_size")
     inter = cfg.get("intermediate_size")
@@ -216,7 +225,7 @@ def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
         raise SpecsimError(
             "an EAGLE-3 drafter of a MoE target has its own FFN size: give the drafter's "
             "config.json (--draft-config) or --draft-params",
-            source="--drafter eagle3",
+            source=drafter,
         )
     head_dim = cfg.get("head_dim") or hidden // model.heads
     attn = 2 * hidden * (model.heads + 2 * model.kv_heads) * head_dim
@@ -256,13 +265,13 @@ def _drafter_params(
     hidden = model.get("hidden_size")
     head = model.get("lm_head_params")
     if req.drafter == "eagle3" and req.draft_config is None:
-        params, why = _eagle3_params(model, req.config)
+        params, why = _eagle3_params(model, req.config, _drafter_label(req))
         return params, 1, why, None
     if req.drafter == "eagle":
         layer = model.get("layer_params")
         if model.is_moe:
             raise SpecsimError(
-                "an EAGLE drafter of a MoE target: give --draft-params", source="--drafter eagle"
+                "an EAGLE drafter of a MoE target: give --draft-params", source=_drafter_label(req)
             )
         return (
             float(layer + 2 * hidden * hidden + head),
@@ -296,7 +305,7 @@ def _drafter_params(
     if req.draft_config is None:
         raise SpecsimError(
             "a draft model needs its config.json (--draft-config) or --draft-params",
-            source="--drafter draft_model",
+            source=_drafter_label(req),
         )
     path = str(req.draft_config)
     raw = read_json(path)
@@ -316,13 +325,6 @@ def _draft_kv(req: InitRequest, model: HfModel, draft: dict[str, Any]) -> KvCach
     of target ``model`` (``drafter_kv_cache``)."""
     assert model.kv_cache is not None and req.draft_config is not None
     return drafter_kv_cache(model.kv_cache, req.engine, draft, req.draft_config)
-
-
-def _drafter_label(req: InitRequest) -> str:
-    """The drafter as the user gave it (``--drafter NAME``) or as the report named it."""
-    if req.drafter_source == "--drafter":
-        return f"--drafter {req.drafter}"
-    return f"drafter {req.drafter} {req.drafter_source}"
 
 
 def _parallel_drafter(

@@ -120,7 +120,11 @@ def test_a_draft_target_run_still_needs_the_draft_models_config(tmp_path: Path) 
     out = tmp_path / "s.toml"
     report = _report(tmp_path, "Draft_Target")
     line = _refused(_init(server_args(tmp_path, "--trtllm-bench", report), out), out)
-    assert "a draft model needs its config.json (--draft-config) or --draft-params" in line
+    assert line.startswith(  # the drafter as the report named it, not a flag never given
+        "specsim: error: drafter draft_model from the trtllm-bench report's decoding_stats.mode: "
+        f"Draft_Target (trtllm-bench {report} decoding_stats.mode): a draft model needs its "
+        "config.json (--draft-config) or --draft-params"
+    )
     result = _init(server_args(tmp_path, "--trtllm-bench", report, "--draft-params", "1e9"), out)
     assert result.exit_code == 0, result.stderr
     assert load_scenario(str(out)).acceptance.method == "draft_model"

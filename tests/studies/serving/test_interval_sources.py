@@ -13,11 +13,14 @@ import pytest
 from sim.binding.bound import bind
 from sim.parallel import LocalExecutor
 from sim.report.best_k import _held_lines as held_lines
+from sim.report.capacity import render_capacity
 from sim.report.crossover import render_crossover
 from sim.report.serving import render_serving, served_to_dict
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
+from sim.simulation.serving.metrics import SloSpec
 from sim.studies.serving.best_k import best_k_table
+from sim.studies.serving.capacity import capacity
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draw_intervals import (
     IntervalSources,
@@ -136,3 +139,28 @@ def test_best_k_ties_with_one_draw_answering_say_monte_carlo(llama, rejected: bo
     # the lines under the selection table that say where its ties are Monte Carlo only
     lines = "\n".join(held_lines({"selection": [c.to_dict() for c in choices]}))
     assert (MONTE_CARLO.short in lines) is rejected
+
+
+@pytest.mark.parametrize("rejected", [False, True])
+def test_capacity_with_one_draw_answering_says_monte_carlo(rejected: bool) -> None:
+    """Capacity of plain decoding and k = 2 under a TPOT SLO of 8 ms (6 requests, 3
+    replications): with 2 draws both intervals are from inputs and model; with the second
+    rejected, each names what it holds, in the document and its heading."""
+    sc = small_scenario("workload.requests=6", "simulation.replications=3")
+    builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5, draws=2))
+    ev = PointEvaluator(
+        builder, replications=3, seed=5, slo=SloSpec(tpot_ms=8.0), executor=LocalExecutor(1)
+    )
+    draws = builder.draws if not rejected else (builder.draws[0], REJECTED)
+    result = capacity(ev, [2], draws=DrawnPoints(ev, draws))
+    rows = result.to_dict()["policies"]
+    assert all("capacity_interval90" in row for row in rows)
+    assert "capacity_gain_interval90" in rows[1]
+    held = {k: v for row in rows for k, v in row.items() if k.endswith("_sources")}
+    text = render_capacity(result.to_dict())
+    if rejected:
+        assert set(held) == {"capacity_interval90_sources", "capacity_gain_interval90_sources"}
+        assert set(held.values()) == {"monte_carlo"}
+        assert f"\n{MONTE_CARLO.label}:\n" in text and "inputs and model" not in text
+    else:
+        assert not held and "\n90% interval from inputs and model (the draws" in text

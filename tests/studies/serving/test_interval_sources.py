@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
+from sim.model.tree.acceptance import TreeDraft
 from sim.parallel import LocalExecutor
 from sim.report.best_k import _held_lines as held_lines
 from sim.report.capacity import render_capacity
 from sim.report.crossover import render_crossover
 from sim.report.serving import render_serving, served_to_dict
+from sim.report.tree_load import render_tree_load, tree_load_to_dict
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.simulation.serving.metrics import SloSpec
@@ -32,6 +34,7 @@ from sim.studies.serving.draw_intervals import (
 from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.serve import serve
+from sim.studies.serving.tree_load import tree_load_study
 from sim.uncertainty.perturb import input_draws
 from tests.studies.serving.helpers import LLAMA, small_scenario
 
@@ -164,3 +167,20 @@ def test_capacity_with_one_draw_answering_says_monte_carlo(rejected: bool) -> No
         assert f"\n{MONTE_CARLO.label}:\n" in text and "inputs and model" not in text
     else:
         assert not held and "\n90% interval from inputs and model (the draws" in text
+
+
+@pytest.mark.parametrize("draws", [1, 2])
+def test_tree_load_from_the_library_labels_one_draw_as_monte_carlo(draws: int) -> None:
+    """tree-load with 1 draw (library only) at 1 and 8 users: its document's label and
+    ``sources`` and its text say Monte Carlo, not inputs and model; with 2, as before."""
+    sc = small_scenario("acceptance.rank_profile=sequoia-jf68m-llama2-7b", "workload.requests=6")
+    result = tree_load_study(sc, [1, 8], chains=[3], trees=[TreeDraft(3, 4, 8)], draws=draws)
+    doc = tree_load_to_dict(result)
+    iv = doc["interval90"]
+    text = render_tree_load(doc)
+    if draws == 1:
+        assert iv["sources"] == "monte_carlo" and iv["label"] == MONTE_CARLO.label
+        assert "inputs and model" not in text and f"[{MONTE_CARLO.label}]" in text
+    else:
+        assert "sources" not in iv and iv["label"] == INPUTS.label
+        assert f"[{INPUTS.label}]" in text

@@ -15,6 +15,7 @@ from sim.model.tree.acceptance import TreeDraft
 from sim.parallel import LocalExecutor
 from sim.report.best_k import _held_lines as held_lines
 from sim.report.capacity import render_capacity
+from sim.report.controllers import render_controllers, render_controllers_screen
 from sim.report.crossover import render_crossover
 from sim.report.serving import render_serving, served_to_dict
 from sim.report.tree_load import render_tree_load, tree_load_to_dict
@@ -23,6 +24,8 @@ from sim.scenario.overrides import with_overrides
 from sim.simulation.serving.metrics import SloSpec
 from sim.studies.serving.best_k import best_k_table
 from sim.studies.serving.capacity import capacity
+from sim.studies.serving.controller_phases import Phase
+from sim.studies.serving.controllers import controller_study
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draw_intervals import (
     IntervalSources,
@@ -33,7 +36,7 @@ from sim.studies.serving.draw_intervals import (
 )
 from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
-from sim.studies.serving.serve import serve
+from sim.studies.serving.serve import serve, serving_study
 from sim.studies.serving.tree_load import tree_load_study
 from sim.uncertainty.perturb import input_draws
 from tests.studies.serving.helpers import LLAMA, small_scenario
@@ -184,3 +187,26 @@ def test_tree_load_from_the_library_labels_one_draw_as_monte_carlo(draws: int) -
     else:
         assert "sources" not in iv and iv["label"] == INPUTS.label
         assert f"[{INPUTS.label}]" in text
+
+
+@pytest.mark.parametrize("draws", [1, 2])
+def test_controllers_from_the_library_label_one_draw_as_monte_carlo(draws: int) -> None:
+    """controllers with 1 draw (library only), two phases of a chat / code mix: the
+    document's label and ``sources``, its text and its first screen say Monte Carlo, not
+    inputs and model; with 2, as before."""
+    mix = 'acceptance.mix=[{name="chat",weight=0.7,alpha=0.8},{name="code",weight=0.3,alpha=0.95}]'
+    sc = load_scenario(LLAMA, [mix, "workload.output_tokens=48", "workload.requests=8"])
+    phases = [
+        Phase(6, 20.0, (("chat", 0.9), ("code", 0.1))),
+        Phase(6, 80.0, (("chat", 0.1), ("code", 0.9))),
+    ]
+    builder, evaluator = serving_study(sc, replications=2, draws=draws, executor=LocalExecutor(1))
+    doc = controller_study(builder, evaluator, phases, [1, 3]).to_dict()
+    iv = doc["interval90"]
+    texts = render_controllers(doc) + render_controllers_screen(doc)
+    if draws == 1:
+        assert iv["sources"] == "monte_carlo" and iv["label"] == MONTE_CARLO.label
+        assert "inputs and model" not in texts and MONTE_CARLO.short in texts
+    else:
+        assert "sources" not in iv and iv["label"] == INPUTS.label
+        assert INPUTS.label in texts and "inputs' spread" not in texts

@@ -18,6 +18,7 @@ against the calibrated model (``checks``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -252,9 +253,15 @@ def calibrate_command(
     from sim.calibration.inputs import CalibrationInputs
     from sim.calibration.run import run_calibration
     from sim.errors import SpecsimError
-    from sim.files import atomic_write_text
-    from sim.report.calibrate import calibrated_toml, format_calibration, format_imported
-    from sim.scenario.load import load_scenario
+    from sim.files import atomic_write_text, read_bounded_text
+    from sim.report.calibrate import (
+        calibrated_toml,
+        format_calibration,
+        format_imported,
+        kept_origins,
+    )
+    from sim.scenario.load import MAX_SCENARIO_BYTES, load_scenario
+    from sim.scenario.toml_comments import value_comments
     from sim.studies.grid import split_list
 
     if not MIN_REL_ERROR <= rel_error < 1.0:  # also refuses nan
@@ -287,7 +294,18 @@ def calibrate_command(
             click.echo(format_imported(run.as_dict(), verbose))
         return
     if out:
-        atomic_write_text(out, calibrated_toml(run.calibration, base_path or "", sets=sets))
+        origins = None
+        if base is not None and base_path:  # the base file's own comments on its values
+            stated = value_comments(read_bounded_text(Path(base_path), limit=MAX_SCENARIO_BYTES))
+            origins = kept_origins(stated, base, run.calibration.scenario)
+        text = calibrated_toml(
+            run.calibration,
+            base_path or "",
+            sets=sets,
+            base_origins=origins,
+            base_name=Path(base_path).name if base_path else None,
+        )
+        atomic_write_text(out, text)
     if as_json:
         echo_document("calibrate", {**run.as_dict(), "out": out})
         return

@@ -121,8 +121,8 @@ def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _spread_draws(ctx: click.Context, param: click.Parameter, value: int) -> int:
     """``--draws``, refused at 1: one draw has no spread, so its interval would be the Monte
-    Carlo one alone, labelled as from inputs and model (sim/studies/serving/draw_intervals.py
-    ``prediction_half_width`` needs two)."""
+    Carlo one alone (sim/studies/serving/draw_intervals.py ``prediction_half_width`` needs
+    two; a library call given one labels it so, ``IntervalSources``)."""
     if value == 1:
         raise click.BadParameter(
             "1 draw has no spread to give an interval from inputs and model: give 0 (Monte "

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.conditioning import conditioning_lines
-from sim.report.crossover import fmt_interval, settings_line
+from sim.report.crossover import fmt_interval, held_words, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
@@ -62,7 +62,7 @@ def _head_lines(doc: Mapping[str, Any]) -> list[str]:
     terms = [c["model_error"] for c in doc["selection"] if c.get("model_error")]
     if terms:  # the widest term of the selection (the load farthest from a measured batch)
         lines.append("  " + model_error_line(max(terms, key=lambda t: t["gain_sigma"])))
-    return lines
+    return lines + _held_lines(doc)
 
 
 def _worst(pol: Mapping[str, Any]) -> str:
@@ -104,6 +104,16 @@ def _verdict_line(name: str, pol: Mapping[str, Any]) -> str:
     return f"  {name}: {text}" + (f"; worst {worst}" if worst else "")
 
 
+def _held_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Where a difference's interval behind ``~`` is not from the inputs' draws (fewer
+    than two answered), what it holds instead, a line each kind; none: nothing."""
+    by: dict[str, list[str]] = {}
+    for c in doc["selection"]:
+        for k, held in (c.get("advantage_over_best_sources") or {}).items():
+            by.setdefault(held, []).append(f"k={k} at {count(c['users'], 'user')}")
+    return [f"  {held_words(held)}: {', '.join(where)}" for held, where in by.items()]
+
+
 def _mark(c: Mapping[str, Any], k: int) -> str:
     """* best, = tied with it at 95%, ~ tied within 90% from inputs and model."""
     if k == c["best_num_steps"]:
@@ -129,7 +139,7 @@ def _selection_screen_lines(doc: Mapping[str, Any]) -> list[str]:
     terms = [c["model_error"] for c in sel if c.get("model_error")]
     if terms:  # the widest term of the selection (the load farthest from a measured batch)
         lines.append("  " + model_error_line(max(terms, key=lambda t: t["gain_sigma"])))
-    return lines
+    return lines + _held_lines(doc)
 
 
 def _engine_answer_lines(doc: Mapping[str, Any]) -> list[str]:

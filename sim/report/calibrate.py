@@ -123,12 +123,42 @@ def format_calibration(cal: Calibration, verbose: bool = True, *, compact: bool 
     return "\n".join(fit_width(lines))
 
 
-def _origin_comments(scenario: Scenario, comments: Mapping[str, str]) -> dict[str, str]:
+def kept_origins(stated: Mapping[str, str], base: Scenario, calibrated: Scenario) -> dict[str, str]:
+    """The base file's ``stated`` comments (dotted key -> text, sim/scenario/
+    toml_comments.py ``value_comments``) on the values the calibrated scenario keeps as
+    the base has them: a value it changed is no longer the one the comment was about."""
+    was, now = base.model_dump(exclude_none=True), calibrated.model_dump(exclude_none=True)
+
+    def value(dump: Mapping[str, object], dotted: str) -> object:
+        section, _, key = dotted.partition(".")
+        table = dump.get(section)
+        return table.get(key, _ABSENT) if isinstance(table, dict) else _ABSENT
+
+    return {
+        dotted: text
+        for dotted, text in stated.items()
+        if (old := value(was, dotted)) is not _ABSENT and old == value(now, dotted)
+    }
+
+
+#: A key a scenario's dump does not hold (``kept_origins``).
+_ABSENT = object()
+
+
+def _origin_comments(
+    scenario: Scenario,
+    comments: Mapping[str, str],
+    base_origins: Mapping[str, str] | None = None,
+    base_name: str | None = None,
+) -> dict[str, str]:
     """A comment for each value of a section (``[uncertainty]`` and nested tables aside)
-    that ``comments`` leaves without one: "equals specsim's default" when it is its
-    field's default (whoever gave it), else its ``[uncertainty]`` entry's origin, else
-    the base scenario's."""
+    that ``comments`` leaves without one: the base file's own comment on it where it
+    states one (``base_origins``, ``kept_origins``), else "equals specsim's default" when
+    it is its field's default (whoever gave it), else its ``[uncertainty]`` entry's
+    origin, else the base scenario's (``base_name``: the file's name, said with it)."""
     described = scenario.uncertainty.entries()
+    stated = base_origins or {}
+    base = "the base scenario's" + (f" ({base_name})" if base_name else "")
     found: dict[str, str] = {}
     for section, values in scenario.model_dump(exclude_none=True).items():
         model = getattr(scenario, section)
@@ -139,13 +169,15 @@ def _origin_comments(scenario: Scenario, comments: Mapping[str, str]) -> dict[st
             dotted = f"{section}.{key}"
             if dotted in comments or isinstance(value, dict) or key not in fields:
                 continue
-            if getattr(model, key) == fields[key].get_default(call_default_factory=True):
+            if dotted in stated:
+                found[dotted] = stated[dotted]
+            elif getattr(model, key) == fields[key].get_default(call_default_factory=True):
                 found[dotted] = "equals specsim's default (`specsim keys` gives its meaning)"
             elif dotted in described:
                 origin = described[dotted].resolved_origin
                 found[dotted] = f"{origin}: why under [uncertainty.{section}] {key}"
             else:
-                found[dotted] = "the base scenario's"
+                found[dotted] = base
     return found
 
 
@@ -156,18 +188,22 @@ def calibrated_toml(
     *,
     writer: str = "specsim calibrate",
     sets: Sequence[str] = (),
+    base_origins: Mapping[str, str] | None = None,
+    base_name: str | None = None,
 ) -> str:
     """The calibrated scenario file, with a header and a comment on every value: each
     fitted one's, the base's ``comments`` (dotted key -> text) when given, the command
     line's ``sets`` (``KEY=VALUE``) on the values they gave that nothing else explains, and
-    where the others come from (``_origin_comments``). ``writer``: the command the header
-    names."""
+    where the others come from (``_origin_comments``: the base file's own comment on a
+    kept value, ``base_origins``, else a default, an ``[uncertainty]`` entry or the base
+    scenario ``base_name``). ``writer``: the command the header names."""
     sources = "; ".join(cal.sources) or "no figures"
     header = (
         f"Written by `{writer}` from {base_source}: {cal.scenario.description}\n"
         f"Calibrated to: {sources}\n"
         "Fitted values carry their standard error in a comment; every other value says\n"
-        "where it came from (the base scenario's, an [uncertainty] entry, or a default)."
+        "where it came from (the base's comment on it, a default, an [uncertainty] entry,\n"
+        "or else the base scenario's)."
     )
 
     comments: dict[str, str] = {}
@@ -199,7 +235,7 @@ def calibrated_toml(
     for given in sets:
         key = given.partition("=")[0].strip()
         comments.setdefault(key, f"--set {given.strip()}")
-    comments.update(_origin_comments(cal.scenario, comments))
+    comments.update(_origin_comments(cal.scenario, comments, base_origins, base_name))
     return dumps_scenario(cal.scenario, header=header, comments=comments)
 
 

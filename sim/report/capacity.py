@@ -9,8 +9,15 @@ from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import fmt_interval, settings_line
 from sim.report.format import sig
 from sim.report.model_error import model_error_line
+from sim.studies.serving.draw_intervals import IntervalSources, weakest
 
 __all__ = ["render_capacity"]
+
+#: The heading of the 90% intervals where every one is from the inputs' draws.
+INPUTS_HEAD = "90% interval from inputs and model (the draws joined with the 95% CI)"
+#: A policy's keys saying what its intervals hold where that is less than the draws
+#: (sim/studies/serving/capacity_intervals.py).
+HELD = ("capacity_interval90_sources", "capacity_gain_interval90_sources")
 
 
 def _rate(x: float | None) -> str:
@@ -57,7 +64,9 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
         )
     drawn = [p for p in doc["policies"] if "capacity_interval90" in p]
     if drawn:
-        lines += ["", "90% interval from inputs and model (the draws joined with the 95% CI):"]
+        held = [IntervalSources(p[k]) for p in drawn for k in HELD if k in p]
+        head = weakest(held).label if held else INPUTS_HEAD  # the least of what they hold
+        lines += ["", f"{head}:"]
         rows = []
         for p in drawn:
             name = "plain decoding" if p["num_steps"] == 0 else f"k = {p['num_steps']}"

@@ -12,7 +12,7 @@ from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
 from sim.report.screen import assumptions_line, within_screen
-from sim.uncertainty.perturb import INTERVAL_LABEL
+from sim.studies.serving.draw_intervals import IntervalSources
 
 __all__ = ["render_controllers", "render_controllers_screen"]
 
@@ -34,6 +34,16 @@ def _drawn(doc: Mapping[str, Any]) -> bool:
     return bool((doc.get("interval90") or {}).get("draws_run"))
 
 
+def _label(doc: Mapping[str, Any], inline: bool = False) -> str:
+    """The label of the document's drawn intervals: what they hold (``sources`` where
+    fewer than two draws ran, sim/studies/serving/draw_intervals.py ``IntervalSources``;
+    ``inline``: in a few words there, where a line names the interval)."""
+    held = (doc.get("interval90") or {}).get("sources")
+    if held is None:
+        return IntervalSources.INPUTS.label
+    return IntervalSources(held).short if inline else IntervalSources(held).label
+
+
 def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
     """Where the static best-k table switches k, with its intervals; loads beyond the
     measured batch marked."""
@@ -47,7 +57,7 @@ def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
         if sw["at"] is None:
             out.append(head + ": no single crossing (boundary at the geometric midpoint)")
             continue
-        label = INTERVAL_LABEL if _drawn(doc) else "95% interval"
+        label = _label(doc, inline=True) if _drawn(doc) else "95% interval"
         star = "  *" if sw["beyond"] else ""
         out.append(
             f"{head}: from {sig(sw['at'])} users; {label} {fmt_interval(sw['interval90'])}{star}"
@@ -81,7 +91,7 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
         f"{count(doc['requests'], 'request')} ({doc['input_tokens']} prompt / "
         f"{doc['output_tokens']} output tokens), seed {doc['seed']}",
         f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)"
-        + (f"; then the {INTERVAL_LABEL} (+ or - when it excludes 0)" if _drawn(doc) else ""),
+        + (f"; then the {_label(doc)} (+ or - when it excludes 0)" if _drawn(doc) else ""),
         *conditioning_lines(doc.get("interval90") or {}),
     ]
     for i, phase in enumerate(doc["phases"]):
@@ -132,7 +142,7 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
         )
         if "interval90" in w and w["best"] != ref and _drawn(doc):
             within = "outside" if w["better_within_inputs"] else "inside"
-            tail += f"; 0 {within} its {INTERVAL_LABEL} {fmt_interval(w['interval90'])}"
+            tail += f"; 0 {within} its {_label(doc, inline=True)} {fmt_interval(w['interval90'])}"
         lines.append(f"  phase {w['phase'] + 1}, {meta['label']}: {w['best']}{tail}")
     lines += _switch_lines(doc) + _interval_lines(doc)
     for name, configs in doc.get("engine_configs", {}).items():
@@ -154,7 +164,7 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
     metric, meta = next(iter(doc["metrics"].items()))
     unit = f" ({meta['unit']})" if meta["unit"] else ""
     drawn = _drawn(doc)
-    label = INTERVAL_LABEL if drawn else "95% interval"
+    label = _label(doc, inline=True) if drawn else "95% interval"
     phases = range(len(doc["phases"]))
     lines = [
         f"controllers replayed: {doc['scenario']}, {count(doc['replications'], 'replication')}"

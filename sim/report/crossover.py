@@ -12,8 +12,16 @@ from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
 from sim.report.screen import assumptions_line, prompt_text, within_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
+from sim.studies.serving.draw_intervals import IntervalSources
 
-__all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
+__all__ = [
+    "crossing_text",
+    "fmt_interval",
+    "held_words",
+    "load_unit",
+    "render_crossover",
+    "settings_line",
+]
 
 #: Width of a gain cell: "1.191 [1.188, 1.194]" (four k fit 100 columns beside the users
 #: and plain decoding's level).
@@ -89,15 +97,24 @@ def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     return _crossing_words(c, kind)
 
 
+def held_words(held: str | None) -> str:
+    """The words before an interval of a serving document: what it holds (its
+    ``*_sources`` value, sim/studies/serving/draw_intervals.py ``IntervalSources``;
+    None: the inputs' draws)."""
+    return IntervalSources(held or IntervalSources.INPUTS).short
+
+
 def interval90_words(c: Mapping[str, Any], kind: str) -> str | None:
-    """A crossing's 90% interval from inputs and model (None without one); an open end
-    lies beyond the loads the draws ran."""
+    """A crossing's 90% interval from inputs and model (None without one; what it holds
+    where that is less: ``held_words``); an open end lies beyond the loads the draws
+    ran."""
     if "interval90" not in c:
         return None
     lo, hi = c["interval90"]
     low = "below the loads run" if lo is None else f"{lo:.3g}"
     high = "above the loads run" if hi is None else f"{hi:.3g}"
-    return f"{c['direction']}: 90% from inputs and model [{low}, {high}] {load_unit(kind)}"
+    words = held_words(c.get("interval90_sources"))
+    return f"{c['direction']}: {words} [{low}, {high}] {load_unit(kind)}"
 
 
 def _crossing_words(c: Mapping[str, Any], kind: str) -> str:
@@ -196,7 +213,7 @@ def _crossing_lines(c: Mapping[str, Any], kind: str, k: int) -> list[str]:
         lo, hi = n["gain_interval90"]
         lines.append(
             f"       gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
-            f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
+            f"{held_words(n.get('gain_interval90_sources'))} [{lo:.3f}, {hi:.3f}]"
         )
     return lines
 
@@ -216,7 +233,7 @@ def _short_crossing(x: Mapping[str, Any], kind: str) -> str:
         text = f"{x['direction']} {where} {unit} (95%: {lo} .. {hi}"
     if "interval90" in x:
         lo90, hi90 = x["interval90"]
-        text += f"; 90% from inputs and model: {end(lo90)} .. {end(hi90)}"
+        text += f"; {held_words(x.get('interval90_sources'))}: {end(lo90)} .. {end(hi90)}"
     return text + ")"
 
 

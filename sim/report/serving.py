@@ -340,17 +340,25 @@ def _ends(pair: Sequence[float] | None, digits: int) -> str:
 def interval90_lines(doc: dict[str, Any], names: Sequence[str], screen: bool = False) -> list[str]:
     """serve's 90% intervals from inputs and model, a row per policy and the speedup,
     and whether they include the model error (``screen``: only when they do, the block
-    then without its blank line before; none without ``interval90``)."""
+    then without its blank line before; none without ``interval90``); headed by the
+    document's label, which says what they hold where fewer than two draws answered
+    (``sources``, sim/studies/serving/draw_intervals.py ``IntervalSources``)."""
     iv = doc.get("interval90")
     if not iv:
         return []
     inputs = len(iv["inputs"])
-    head = (
-        f"{iv['label']} ({iv['draws_run']} draws of {count(inputs, 'input')} x "
-        f"{iv['replications_per_draw']} replications, with the 95% CI)"
-        if iv["draws_run"]
-        else f"{iv['label']} (no uncertain input: the 95% CI)"
-    )
+    if iv.get("sources"):  # not from the inputs' draws: the label says what instead
+        head = (
+            f"{iv['label']}: {iv['draws_run']} of {count(iv['draws'], 'draw')} of "
+            f"{count(inputs, 'input')} ran"
+        )
+    elif iv["draws_run"]:
+        head = (
+            f"{iv['label']} ({iv['draws_run']} draws of {count(inputs, 'input')} x "
+            f"{iv['replications_per_draw']} replications, with the 95% CI)"
+        )
+    else:
+        head = f"{iv['label']} (no uncertain input: the 95% CI)"
     rows = [[head]]
     rows += [[line] for line in conditioning_lines(iv)]
     rows.append(["", *(label for _, label in _INTERVAL_METRICS)])

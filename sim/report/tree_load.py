@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from sim.model.drafts import describe_draft
 from sim.report.conditioning import conditioning_lines
+from sim.report.crossover import held_words
 from sim.report.figure_style import BASELINE_STYLE, add_footnote
 from sim.report.format import count
 from sim.report.model_error import model_error_line
@@ -23,10 +24,9 @@ from sim.report.plain_text import plain_text
 from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS
+from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS, IntervalSources
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
-from sim.uncertainty.perturb import INTERVAL_LABEL
 
 __all__ = [
     "render_tree_load",
@@ -133,8 +133,9 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
             if len(per) > 1
             else str(per[0] if per else iv["replications_per_draw"])
         )
+        head = f"{iv['label']}: " if iv.get("sources") else ""  # not from the draws
         out.append(
-            f"intervals: {iv['draws_run']} of {iv['draws']} draws x {each} "
+            f"intervals: {head}{iv['draws_run']} of {iv['draws']} draws x {each} "
             f"replication{'' if each == '1' else 's'} on the nominal seeds; drawn: {names}"
         )
     elif iv:
@@ -150,7 +151,9 @@ def _users(n: int) -> str:
     return f"{n} user{'' if n == 1 else 's'}"
 
 
-def _crossing_text(c: Mapping[str, Any], top: int) -> str:
+def _crossing_text(c: Mapping[str, Any], top: int, held: str | None = None) -> str:
+    """A crossing in words, its interval named by what it holds (``held``: the document's
+    ``interval90.sources``, None: from the draws)."""
     head = f"{c['tree']} vs {c['chain']} ({LABELS[c['metric']]}): "
     again = c.get("wins_again") or []
     tail = f"; wins again at {', '.join(map(str, again))}" if again else ""
@@ -169,7 +172,7 @@ def _crossing_text(c: Mapping[str, Any], top: int) -> str:
         lo, hi = c["interval90"]
         low = f"{lo:.3g}" if lo is not None else f"below {min(top, c['first_loss'] or top)}"
         high = f"{hi:.3g}" if hi is not None else f"above {top}"
-        text += f"; 90% from inputs and model [{low}, {high}]"
+        text += f"; {held_words(held)} [{low}, {high}]"
     return text
 
 
@@ -234,7 +237,7 @@ def _ratio_table(doc: Mapping[str, Any]) -> list[str]:
     iv = doc.get("interval90") or {}
     lines = [
         "tree / chain, paired per replication (per-user tok/s; > 1: the tree wins)"
-        + (f"; [{INTERVAL_LABEL}] and its sign" if iv.get("draws") else "")
+        + (f"; [{_label(iv)}] and its sign" if iv.get("draws") else "")
     ]
     pairs = [(t, ch) for t in doc["trees"] for ch in doc["chains"]]
     cell = 34 if iv else 24
@@ -255,12 +258,19 @@ def _notes(doc: Mapping[str, Any]) -> list[str]:
     return _interval_notes(iv, any(p.get("beyond_measured_batch") for p in doc["points"]))
 
 
+def _label(iv: Mapping[str, Any]) -> str:
+    """The label of the document's intervals: what they hold (``sources`` where fewer
+    than two draws ran, sim/studies/serving/draw_intervals.py ``IntervalSources``)."""
+    return IntervalSources(iv.get("sources") or IntervalSources.INPUTS).label
+
+
 def _crossings(doc: Mapping[str, Any]) -> list[str]:
     top = max(doc["concurrencies"])
+    held = (doc.get("interval90") or {}).get("sources")
     return [
         "where the tree stops beating the chain:",
         *(
-            "  " + _crossing_text(c, top)
+            "  " + _crossing_text(c, top, held)
             for c in doc["crossings"]
             if c["metric"] == "per_user_tok_s"
         ),

@@ -17,6 +17,7 @@ __all__ = [
     "MEASURE_SAMPLES",
     "SWING_DIGITS",
     "TOP_DRIVERS",
+    "TRTLLM_REPORTS",
     "Driver",
     "MeasureNext",
     "by_swing",
@@ -86,26 +87,64 @@ class MeasureNext:
         }
 
 
+#: What ``trtllm-bench --report_json`` states of acceptance (NVIDIA/TensorRT-LLM
+#: tensorrt_llm/bench/dataclasses/reporting.py, read at commit 0249976575050d2c; the
+#: fields sim/calibration/importers/trtllm_bench.py reads): per request, output tokens /
+#: iterations and accepted drafts / (max_draft_len x iterations); no per-position count.
+TRTLLM_REPORTS = (
+    "trtllm-bench's decoding_stats hold only the accept length and the draft acceptance "
+    "rate, no per-position counts"
+)
+
+
 def _position_counts(scenario: Scenario) -> str:
     """What the scenario's engine exposes of how many drafts each verify step accepted
     (``server.engine``; none: vLLM's, as before). vLLM: the per-position acceptance
     counters of its /metrics. SGLang (sgl-project/sglang tokenizer_manager.py, v0.5.23): each
     finished request's ``meta_info.spec_correct_drafts_histogram`` (``spec_accept_histogram``
     before), entry j the verify steps that accepted exactly j drafts, so the steps accepting
-    at least j over all steps is position j's cumulative rate. TensorRT-LLM: the
-    engine-neutral count of the same."""
+    at least j over all steps is position j's cumulative rate. TensorRT-LLM: none
+    (``TRTLLM_REPORTS``; its advice is ``_trtllm_measurement``)."""
     engine = scenario.server.engine
     if engine == "sglang":
         return (
             "SGLang's per-request meta_info spec_correct_drafts_histogram (spec_accept_histogram"
             " before v0.5.23; steps accepting >= j drafts over all steps)"
         )
-    if engine == "trtllm":
-        return (
-            "how many drafts each verify step accepted (steps accepting at least j drafts "
-            "over all steps)"
-        )
     return "vLLM's per-position counters"
+
+
+def _trtllm_measurement(field: str, k0: int, measured: int, ka: int) -> str | None:
+    """An acceptance input's measurement in what a TensorRT-LLM server's benchmark reports
+    (``TRTLLM_REPORTS``): accept lengths at draft lengths (``max_draft_len``). With
+    acceptance at a position independent of the draft length (the model's), the accept
+    length at k is 1 + sum over j <= k of P(drafts 1..j all accepted), so each draft added
+    raises it by the chance that every draft up to it is accepted: accept lengths at
+    adjacent draft lengths give the per-position rates. ``k0``: the scenario's draft
+    length, ``measured`` the one its accept length was measured at, ``ka`` another one.
+    None: not an acceptance input."""
+    if field in ("acceptance.decay", "acceptance.tilt"):
+        return (
+            f"run trtllm-bench at another max_draft_len (e.g. {ka}; measured at {measured}) and "
+            "read its accept length: how acceptance falls with position "
+            f"({TRTLLM_REPORTS})"
+        )
+    if field.startswith("acceptance.per_position"):
+        if field.endswith("]"):  # one position p (entry p - 1): the lengths p - 1 and p
+            p = int(field.split("[")[1].rstrip("]")) + 1
+            where = f"max_draft_len {p - 1} and {p}" + (" (0: accept length 1)" if p == 1 else "")
+        else:
+            where = f"adjacent max_draft_len ({max(k0 - 1, 1)} to {k0 + 1})"
+        return (
+            f"run trtllm-bench at {where}: each draft added raises the accept length by the "
+            f"chance that every draft up to it is accepted ({TRTLLM_REPORTS})"
+        )
+    if field.startswith("acceptance."):
+        return (
+            f"measure the accept length at max_draft_len {k0} over more requests "
+            "(trtllm-bench --report_json: decoding_stats acceptance_length_percentiles)"
+        )
+    return None
 
 
 def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
@@ -128,10 +167,13 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
             f"time a verify pass at num_steps {kv} ({kv + 1} tokens; measured only at {m0}): "
             "the per-token slope"
         )
+    spec = scenario.acceptance
+    measured = (spec.measured_num_steps if spec is not None else None) or k0
+    ka = k if k != measured else max(measured + 2, 4)  # not the num_steps measured
+    trtllm = scenario.server.engine == "trtllm"
+    if trtllm and (said := _trtllm_measurement(field, k0, measured, ka)):
+        return said
     if field in ("acceptance.decay", "acceptance.tilt"):
-        spec = scenario.acceptance
-        measured = (spec.measured_num_steps if spec is not None else None) or k0
-        ka = k if k != measured else max(measured + 2, 4)  # not the num_steps measured
         return (
             f"measure the accept length at another num_steps (e.g. {ka}), or read "
             f"{_position_counts(scenario)} at K >= 4: how acceptance falls with position"

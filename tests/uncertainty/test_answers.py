@@ -192,9 +192,10 @@ def test_measure_next_suggests_a_length_other_than_the_one_measured() -> None:
 def test_measure_next_names_what_the_scenarios_engine_exposes() -> None:
     """An SGLang server has no vLLM per-position counters: the advice names SGLang's
     per-request accept histogram; a vLLM server's (and one of no stated engine) its counters;
-    TensorRT-LLM's the engine-neutral count."""
+    a TensorRT-LLM server's benchmark reports accept lengths only, so its advice is accept
+    lengths at other draft lengths (max_draft_len), never per-position counts."""
     from sim.scenario.overrides import with_overrides
-    from sim.uncertainty.drivers import measurement_for
+    from sim.uncertainty.drivers import TRTLLM_REPORTS, measurement_for
     from tests.conftest import ROOT
 
     llama = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
@@ -204,8 +205,16 @@ def test_measure_next_names_what_the_scenarios_engine_exposes() -> None:
         assert "spec_correct_drafts_histogram" in said and "vLLM" not in said
     vllm = with_overrides(llama, {"server.engine": "vllm"})
     assert "vLLM's per-position counters" in measurement_for("acceptance.decay", vllm, 5)
-    trt = measurement_for("acceptance.decay", with_overrides(llama, {"server.engine": "trtllm"}), 5)
-    assert "how many drafts each verify step accepted" in trt and "vLLM" not in trt
+    trtllm = with_overrides(llama, {"server.engine": "trtllm"})
+    trt = measurement_for("acceptance.decay", trtllm, 5)
+    assert trt.startswith("run trtllm-bench at another max_draft_len (e.g. 7; measured at 5)")
+    assert "vLLM" not in trt and "histogram" not in trt
+    position = measurement_for("acceptance.per_position[2]", trtllm, 5)
+    assert position.startswith("run trtllm-bench at max_draft_len 2 and 3:")
+    for said in (trt, position):
+        assert said.endswith(f"({TRTLLM_REPORTS})")
+    rate = measurement_for("acceptance.alpha", trtllm, 5)
+    assert "decoding_stats acceptance_length_percentiles" in rate
 
 
 def test_drivers_of_equal_swing_keep_the_inputs_order() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy as np
 from sim.model.model_error import Z90
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.draw_intervals import interval90, near
+from sim.studies.serving.draw_intervals import IntervalSources, interval90, near, sources90
 from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, load_term
 from sim.studies.serving.paired_metrics import (
@@ -59,6 +59,9 @@ class LoadChoice:
     #: difference (``input_ties``), and that interval by k (objective's unit, k - best).
     tied_by_inputs: tuple[int, ...] = ()
     interval90: dict[int, list[float] | None] | None = None
+    #: What each of those intervals holds where it is not the inputs' draws (fewer than
+    #: two answered: sim/studies/serving/draw_intervals.py ``IntervalSources``).
+    sources: dict[int, IntervalSources] = field(default_factory=dict)
     #: The model-error term those intervals include (``ModelErrorTerm.doc``; None: none).
     model_error: dict[str, Any] | None = None
 
@@ -72,6 +75,10 @@ class LoadChoice:
         if self.interval90 is not None:
             out["tied_within_inputs"] = list(self.tied_by_inputs)
             out["advantage_over_best_interval90"] = {str(k): v for k, v in self.interval90.items()}
+            if self.sources:
+                out["advantage_over_best_sources"] = {
+                    str(k): v.value for k, v in self.sources.items()
+                }
         if self.model_error is not None:
             out["model_error"] = self.model_error
         return out
@@ -273,6 +280,7 @@ def input_ties(
         return paired_difference(a, b, higher)
 
     intervals: dict[int, list[float] | None] = {}
+    held: dict[int, IntervalSources] = {}
     for k in contenders:
         keys = [(load, FixedK(k)), (load, FixedK(best))]
         a_pt, b_pt = points[k], points[best]
@@ -298,11 +306,15 @@ def input_ties(
                 break
             a_pt, b_pt = (draws.evaluator(*key) for key in keys)
         intervals[k] = ends if term is None else term.difference(nominal.mean, ends, top)
+        sources = sources90(len(values), nominal.ci95, draws.uncertain)
+        if sources is not IntervalSources.INPUTS:
+            held[k] = sources
     tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
     return replace(
         choice,
         tied_by_inputs=tied_inputs,
         interval90=intervals,
+        sources=held,
         model_error=None if term is None else term.doc(),
     )
 

@@ -23,6 +23,7 @@ from sim.errors import SpecsimError
 from sim.parallel import Executor, close_executor, drain
 from sim.studies.serving.capacity_intervals import (
     capacity_intervals,
+    capacity_sources,
     model_error_terms,
     settled_range,
     widest_term,
@@ -47,6 +48,7 @@ from sim.studies.serving.capacity_search import (
     search_points,
     start_search,
 )
+from sim.studies.serving.draw_intervals import IntervalSources
 from sim.studies.serving.draws import DrawnPoints, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import Load
@@ -185,7 +187,11 @@ def capacity(
             evaluator.progress(len(tasks) + done, steps)
     policies = tuple(s.result() for s in searches)
     gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
-    intervals = () if draws is None else capacity_intervals(policies, caps, gains, terms)
+    intervals: tuple[dict[str, list[float | None] | None], ...] = ()
+    sources: tuple[dict[str, IntervalSources], ...] = ()
+    if draws is not None:
+        intervals = capacity_intervals(policies, caps, gains, terms)
+        sources = capacity_sources(policies, caps, gains, draws.uncertain)
     counts = replication_counts(evaluator, draws)
     counts["replications_run"] += sum(s.ev.replications_run for s in searches)
     stops = sequential and evaluator.replications > FIRST
@@ -202,6 +208,7 @@ def capacity(
         assumptions=(*assumptions, *notes),
         gain_ci95=gains,
         interval90=intervals,
+        sources=sources,
         model_error=widest_term(terms),
     )
 

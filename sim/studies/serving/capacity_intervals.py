@@ -15,12 +15,22 @@ from typing import Any
 import numpy as np
 
 from sim.studies.serving.capacity_result import PolicyCapacity, capacity_gain
-from sim.studies.serving.draw_intervals import interval90
+from sim.studies.serving.draw_intervals import IntervalSources, answering, interval90, sources90
 from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import ScenarioPlans
 from sim.uncertainty.model_error import ModelErrorTerm
 
-__all__ = ["capacity_intervals", "gain_draws", "model_error_terms", "settled_range", "widest_term"]
+__all__ = [
+    "capacity_intervals",
+    "capacity_sources",
+    "gain_draws",
+    "model_error_terms",
+    "settled_range",
+    "widest_term",
+]
+
+#: A policy's 90% intervals by name (``capacity_interval90``, ``capacity_gain_interval90``).
+Intervals = dict[str, list[float | None] | None]
 
 
 def capacity_intervals(
@@ -28,18 +38,19 @@ def capacity_intervals(
     caps: Sequence[np.ndarray],
     gains: Sequence[tuple[float, float] | None],
     terms: Sequence[ModelErrorTerm | None] = (),
-) -> tuple[dict[str, list[float | None] | None], ...]:
+) -> tuple[Intervals, ...]:
     """Per policy: ``capacity_interval90`` (the draws' capacities ``caps`` (D,) each,
     5-95%, joined with the capacity's 95% interval; an end None lies beyond the rates
     tried) and ``capacity_gain_interval90`` (each draw's capacity over plain decoding's
     in the same draw, joined with the gain's paired 95% interval). ``terms``: per policy
     the model-error term at its capacity's decode batch (sim/uncertainty/model_error.py):
     the capacity's interval takes the levels' term, the gain's the gains' term at the
-    larger batch of the policy and plain decoding."""
+    larger batch of the policy and plain decoding. What each holds:
+    ``capacity_sources``."""
     out = []
     terms = list(terms) or [None] * len(policies)
     for p, cap, gain_ci, term in zip(policies, caps, gains, terms, strict=True):
-        row: dict[str, list[float | None] | None] = {}
+        row: Intervals = {}
         if p.crossing:
             ends = _open_interval(cap, p.ci95)
             if term is not None and p.rate_per_s is not None:
@@ -57,6 +68,31 @@ def capacity_intervals(
                 None if got is None else _censored_ends(got, low, high)
             )
         out.append(row)
+    return tuple(out)
+
+
+def capacity_sources(
+    policies: Sequence[PolicyCapacity],
+    caps: Sequence[np.ndarray],
+    gains: Sequence[tuple[float, float] | None],
+    uncertain: bool = True,
+) -> tuple[dict[str, IntervalSources], ...]:
+    """Per policy, what each of its ``capacity_intervals`` holds where that is not the
+    inputs' draws (sim/studies/serving/draw_intervals.py ``sources90``: fewer than two
+    draws answered, a capacity beyond the rates run counting as one; ``uncertain`` False:
+    the scenario has no uncertain input), keyed by the interval's name + ``_sources``."""
+    out: list[dict[str, IntervalSources]] = []
+    for p, cap, gain_ci in zip(policies, caps, gains, strict=True):
+        held: dict[str, IntervalSources] = {}
+        if p.crossing:
+            answered = int(np.count_nonzero(~np.isnan(cap)))
+            held["capacity_interval90_sources"] = sources90(answered, p.ci95, uncertain)
+        if capacity_gain(p, policies[0]) is not None and p is not policies[0]:
+            _, point, _ = gain_draws(cap, caps[0], p.ladder_ends, policies[0].ladder_ends)
+            held["capacity_gain_interval90_sources"] = sources90(
+                answering(point), gain_ci, uncertain
+            )
+        out.append({k: v for k, v in held.items() if v is not IntervalSources.INPUTS})
     return tuple(out)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
+from sim.studies.serving.draw_intervals import IntervalSources
 from sim.studies.serving.paired_metrics import PolicyPoint, ratio_doc
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity_gain", "gain_ci95"]
@@ -87,6 +88,10 @@ class CapacityResult:
     #: Per policy, the capacity's and its gain's 90% intervals from inputs and model
     #: (``capacity_intervals``; None: not drawn or no crossing).
     interval90: tuple[dict[str, list[float | None] | None], ...] = ()
+    #: Per policy, what those intervals hold where it is not the inputs' draws
+    #: (``capacity_interval90_sources``, ``capacity_gain_interval90_sources``:
+    #: sim/studies/serving/draw_intervals.py ``IntervalSources``; empty: the draws').
+    sources: tuple[dict[str, IntervalSources], ...] = ()
     #: The model-error term those intervals include, at the largest decode batch of a
     #: capacity (``ModelErrorTerm.doc``; None: no draws).
     model_error: dict[str, Any] | None = None
@@ -94,6 +99,7 @@ class CapacityResult:
     def to_dict(self) -> dict[str, Any]:
         base = self.policies[0]
         drawn = self.interval90 or tuple({} for _ in self.policies)
+        held = self.sources or tuple({} for _ in self.policies)
         return {
             "scenario": self.scenario,
             "share": self.share,
@@ -104,8 +110,9 @@ class CapacityResult:
                     "capacity_gain": capacity_gain(p, base),
                     "capacity_gain_ci95": None if ci is None else list(ci),
                     **iv,
+                    **{key: sources.value for key, sources in src.items()},
                 }
-                for p, ci, iv in zip(self.policies, self.gain_ci95, drawn, strict=True)
+                for p, ci, iv, src in zip(self.policies, self.gain_ci95, drawn, held, strict=True)
             ],
             "runs": self.runs,
             "assumptions": list(self.assumptions),

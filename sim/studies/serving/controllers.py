@@ -189,7 +189,7 @@ def _with_intervals(
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
-    from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS
+    from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS, IntervalSources, sources90
     from sim.studies.serving.draws import DrawnPoints
     from sim.uncertainty.model_error import ModelErrorTerm, beyond_measured_note
 
@@ -262,13 +262,18 @@ def _with_intervals(
     # the line and JSON give the advantages' widest term (a switch's are at its grid loads)
     widest = max(terms, key=lambda x: x.gain_sigma, default=None)
     note = beyond_measured_note(top, result.max_batch, any(x.active for x in used))
+    # what the intervals hold where fewer than two draws ran (every advantage and switch
+    # has its Monte Carlo interval): draw_intervals.py ``IntervalSources``
+    held = sources90(ran, (), bool(builder.sampled.inputs))
     return dataclasses.replace(
         result,
         versus_interval90=versus,
         switches=switches,
         intervals={
             **builder.sampled.doc(r),
+            "label": held.label,
             "draws_run": ran,
+            **({"sources": held.value} if held is not IntervalSources.INPUTS else {}),
             "highest_measured_batch": top,
             "replay_max_batch": result.max_batch,
             "phase_decode_batches": list(result.phase_batches),

@@ -30,10 +30,11 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.break_even import find_crossings, refinement_bound, stopped_short
 from sim.studies.serving.crossover_intervals import (
-    crossing_interval90,
+    draw_crossings,
     draws_range,
     model_band,
     model_error_at,
+    sourced_crossing_interval90,
     within_range,
 )
 from sim.studies.serving.crossover_result import (
@@ -45,7 +46,12 @@ from sim.studies.serving.crossover_result import (
     Overloaded,
     latency_quantiles,
 )
-from sim.studies.serving.draw_intervals import interval90
+from sim.studies.serving.draw_intervals import (
+    IntervalSources,
+    answering,
+    interval90,
+    sources90,
+)
 from sim.studies.serving.draws import DrawnPoints, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, gain_band
 from sim.studies.serving.paired_metrics import METRICS, Load, gain, level
@@ -224,7 +230,7 @@ def crossover(
                 ``within``)."""
                 assert draws is not None
                 i = [float(load.value) for load in paired[k]].index(a)
-                ends = draws_range(draws, paired[k], k, metric, i, direction)
+                ends = draws_range(draw_crossings(draws, paired[k], k, metric, i, direction))
                 return within_range(ends, model_band(xs, curve, math.sqrt(a * b), term_at), a, b)
 
             while True:  # again when the draws ran a nominal point's other replications
@@ -238,21 +244,24 @@ def crossover(
                     within=inside if draws is not None and draws.draws and within else None,
                 )
                 intervals: tuple[tuple[float | None, float | None], ...] = ()
+                sources: tuple[IntervalSources, ...] = ()
                 nearest = None
                 if draws is not None and xs:  # no draws: the Monte Carlo interval
+                    sourced = [
+                        sourced_crossing_interval90(draws, paired[k], k, metric, c) for c in found
+                    ]
                     intervals = tuple(
-                        join_ends(
-                            crossing_interval90(draws, paired[k], k, metric, c),
-                            model_band(xs, curve, c.at, term_at),
-                            grid[0].integer,
-                        )
-                        for c in found
+                        join_ends(ends, model_band(xs, curve, c.at, term_at), grid[0].integer)
+                        for (ends, _), c in zip(sourced, found, strict=True)
                     )
+                    sources = tuple(held for _, held in sourced)
                     if not found:
                         at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
                         g = draws.gains(grid[0].at(at), k, metric)
                         ends = interval90(g.tolist(), curve(at).ci95, positive=True)
                         nearest = (at, term_at(at).gain(curve(at).mean, ends))
+                        held = sources90(answering(g), curve(at).ci95, draws.uncertain)
+                        sources = (held,)
                 if evaluator.completed == ran:
                     break
             pts = simulated()
@@ -270,6 +279,7 @@ def crossover(
                     overloaded=overloaded,
                     interval90=intervals,
                     nearest=nearest,
+                    sources=sources,
                 )
             )
     notes: tuple[str, ...] = (

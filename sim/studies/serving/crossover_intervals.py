@@ -1,10 +1,12 @@
 """A crossing's 90% interval from inputs and model, and where refining cannot move it.
 
-The draws' crossings of a crossing found in a grid cell (``draws_range``: each draw's
-gains interpolated linearly, 5-95%), joined with the crossing's Monte Carlo interval
-(``crossing_interval90``); the loads where the gain's model-error band holds 1
-(``model_band``, with the scenario's term at a load: ``model_error_at``); the loads a
-bisection may stop inside without moving the interval (``within_range``). Used by
+The draws' crossings of a crossing found in a grid cell (``draw_crossings``: each draw's
+gains interpolated linearly; ``draws_range``: their 5-95%), joined with the crossing's
+Monte Carlo interval (``crossing_interval90``; ``sourced_crossing_interval90`` with what
+it holds, sim/studies/serving/draw_intervals.py ``IntervalSources``); the loads where the
+gain's model-error band holds 1 (``model_band``, with the scenario's term at a load:
+``model_error_at``); the loads a bisection may stop inside without moving the interval
+(``within_range``). Used by
 sim/studies/serving/crossover.py and sim/studies/serving/controller_draws.py.
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 from sim.model.model_error import GainParameterLaw
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.break_even import STOPS, Crossing
+from sim.studies.serving.draw_intervals import IntervalSources, sources90
 from sim.studies.serving.draws import DrawnPoints
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load
@@ -25,9 +28,11 @@ from sim.uncertainty.model_error import ModelErrorTerm, TermOrigin, crossing_ban
 
 __all__ = [
     "crossing_interval90",
+    "draw_crossings",
     "draws_range",
     "model_band",
     "model_error_at",
+    "sourced_crossing_interval90",
     "within_range",
 ]
 
@@ -94,19 +99,41 @@ def crossing_interval90(
     5-95% (``draws_range``) joined with the crossing's Monte Carlo interval; for users
     each end the fewest users on the new side (rounded up). ``versus``: the gain of k
     over this k (default plain decoding), as a best-k table's switch between two k."""
+    return sourced_crossing_interval90(draws, grid, k, metric, c, versus)[0]
+
+
+def sourced_crossing_interval90(
+    draws: DrawnPoints, grid: Sequence[Load], k: int, metric: str, c: Crossing, versus: int = 0
+) -> tuple[tuple[float | None, float | None], IntervalSources]:
+    """``crossing_interval90`` and what it holds (``sources90`` of the draws that answered
+    in the crossing's cell: fewer than two, the Monte Carlo interval with the one draw's
+    crossing)."""
     xs = [float(x.value) for x in grid]
     below = [j for j, x in enumerate(xs) if x <= c.at]
     i = min(below[-1] if below else 0, len(xs) - 2)
-    found = draws_range(draws, grid, k, metric, i, c.direction, versus)
+    crossed = draw_crossings(draws, grid, k, metric, i, c.direction, versus)
+    found = draws_range(crossed)
     lo_mc, hi_mc = c.ci95
     ends = [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
     low, high = min([*ends, *found]), max([*ends, *found])
     if grid[0].integer:  # users: the fewest on the new side, as the crossing itself
         low, high = (math.ceil(x) if math.isfinite(x) else x for x in (low, high))
-    return (None if not math.isfinite(low) else low, None if not math.isfinite(high) else high)
+    out = (None if not math.isfinite(low) else low, None if not math.isfinite(high) else high)
+    return out, sources90(len(crossed), c.ci95, draws.uncertain)
 
 
-def draws_range(
+def draws_range(crossings: Sequence[float]) -> tuple[float, ...]:
+    """The 5% and 95% quantiles of the draws' crossings ``crossings`` (``draw_crossings``;
+    empty: no draw answers), quantiles that are draws' values: an open end stays
+    infinite, never NaN."""
+    if not crossings:
+        return ()
+    return tuple(
+        float(q) for q in np.quantile(list(crossings), [0.05, 0.95], method="inverted_cdf")
+    )
+
+
+def draw_crossings(
     draws: DrawnPoints,
     grid: Sequence[Load],
     k: int,
@@ -115,8 +142,8 @@ def draws_range(
     direction: str,
     versus: int = 0,
 ) -> tuple[float, ...]:
-    """The 5% and 95% quantiles of the draws' crossings of a crossing in ``direction``
-    found in the grid cell (grid[i], grid[i + 1]) (empty: no draw crosses): each draw's
+    """The crossings in ``direction`` of the draws that answer (a draw the scenario rejects
+    has none), of a crossing found in the grid cell (grid[i], grid[i + 1]): each draw's
     gains at the cell's two loads, and for a draw that does not cross between them the
     next grid load outwards on the side it crosses, until it does (past the grid: -inf or
     inf); its crossing in the same direction interpolated linearly. It depends on the
@@ -155,11 +182,7 @@ def draws_range(
         for j in sorted({lo for lo, _ in span.values()} | {hi for _, hi in span.values()}):
             need = [d for d, (lo, hi) in span.items() if j in (lo, hi)]
             at(j, need)
-    if not found:
-        return ()
-    # quantiles that are draws' values: an open end stays infinite, never NaN
-    values = list(found.values())
-    return tuple(float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf"))
+    return tuple(found.values())
 
 
 def _crossing_of(xs: Sequence[float], g: np.ndarray, stops: bool) -> float:

@@ -20,6 +20,7 @@ from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import STOPS, Crossing
+from sim.studies.serving.draw_intervals import IntervalSources
 from sim.studies.serving.paired_metrics import METRICS, PolicyPoint, ratio_doc
 
 __all__ = [
@@ -112,6 +113,15 @@ class MetricCurve:
     #: Without a crossing: the load whose gain is nearest 1 and that gain's 90% interval
     #: from inputs and model (None: no draws).
     nearest: tuple[float, list[float] | None] | None = None
+    #: What each crossing's ``interval90`` holds, or without a crossing the nearest
+    #: gain's (sim/studies/serving/draw_intervals.py ``IntervalSources``; () : no draws).
+    sources: tuple[IntervalSources, ...] = ()
+
+    def _sources(self, i: int, key: str) -> dict[str, str]:
+        """``{key: sources}`` where interval ``i`` is not from the inputs' draws (else
+        nothing: a document from two or more draws reads as before)."""
+        held = self.sources[i] if i < len(self.sources) else IntervalSources.INPUTS
+        return {} if held is IntervalSources.INPUTS else {key: held.value}
 
     def _simulated_summary(self) -> str:
         if self.crossings:
@@ -142,11 +152,18 @@ class MetricCurve:
                 {
                     **c.to_dict(),
                     **({"interval90": list(self.interval90[i])} if self.interval90 else {}),
+                    **(self._sources(i, "interval90_sources") if self.interval90 else {}),
                 }
                 for i, c in enumerate(self.crossings)
             ],
             **(
-                {"nearest_one": {"load": self.nearest[0], "gain_interval90": self.nearest[1]}}
+                {
+                    "nearest_one": {
+                        "load": self.nearest[0],
+                        "gain_interval90": self.nearest[1],
+                        **self._sources(0, "gain_interval90_sources"),
+                    }
+                }
                 if self.nearest is not None
                 else {}
             ),

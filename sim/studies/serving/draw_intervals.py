@@ -1,6 +1,7 @@
 """How a serving answer's 90% interval is read from its drawn scenarios: the draws'
 quantiles joined with their normal prediction interval and the nominal's Monte Carlo
-interval (``interval90``), a draw's answer as the nominal moved by its paired shift
+interval (``interval90``), what that interval holds and the label it takes
+(``IntervalSources``, ``sources90``), a draw's answer as the nominal moved by its paired shift
 (``shifted``), and the rule that lets a comparison's draws stop at one replication
 (``one_replication_enough``, with the measured bound on the move a second one makes).
 Pure arithmetic on the draws' values; the draws themselves run in draws.py.
@@ -9,7 +10,8 @@ Pure arithmetic on the draws' values; the draws themselves run in draws.py.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from enum import StrEnum
 
 import numpy as np
 
@@ -21,7 +23,9 @@ __all__ = [
     "DRAW_NOISE_SHARE",
     "DRAW_REPLICATIONS",
     "NOISE_CONFIDENCE",
+    "IntervalSources",
     "Joined",
+    "answering",
     "band_joined",
     "interval90",
     "measured_move",
@@ -32,6 +36,8 @@ __all__ = [
     "probe_draws",
     "ratio_interval",
     "shifted",
+    "sources90",
+    "weakest",
 ]
 
 #: Replications each draw runs at a deciding load (the nominal run's first seeds).
@@ -46,6 +52,74 @@ NOISE_CONFIDENCE = 0.95
 #: A comparison's 90% interval from its inputs' (``interval90``; None: none) to the one
 #: its answer reports, joined with the model-error band (``one_replication_enough``).
 Joined = Callable[[list[float] | None], list[float] | None]
+
+
+class IntervalSources(StrEnum):
+    """What a serving answer's 90% interval holds (``sources90``), its JSON value and its
+    label (``label``); any of them is joined with the answer's model-error band where the
+    answer's term is included (sim/uncertainty/model_error.py, stated on its own line)."""
+
+    #: Two or more draws of the uncertain inputs answered (their 5-95% and normal
+    #: prediction interval joined with the Monte Carlo 95%), or the scenario states no
+    #: uncertain input (nothing to draw: the Monte Carlo 95% holds the inputs' none).
+    INPUTS = "inputs_and_model"
+    #: Fewer than two draws answered (none asked, or the scenario rejected the others):
+    #: no spread of the inputs, the nominal's Monte Carlo 95% (with the one draw's answer;
+    #: and the model-error band where the answer's term is included).
+    MONTE_CARLO = "monte_carlo"
+    #: Neither two draws nor a Monte Carlo interval: no interval.
+    NONE = "none"
+
+    @property
+    def label(self) -> str:
+        """The words a report puts before the interval."""
+        return _LABELS[self]
+
+    @property
+    def short(self) -> str:
+        """The label in a few words, where a line names the interval inline."""
+        return _SHORT[self]
+
+
+_LABELS = {
+    IntervalSources.INPUTS: "90% interval from inputs and model",
+    IntervalSources.MONTE_CARLO: (
+        "90% interval without the inputs' spread: the Monte Carlo 95% and the model error "
+        "(fewer than 2 draws answered)"
+    ),
+    IntervalSources.NONE: (
+        "no interval (fewer than 2 draws of the inputs answered, no Monte Carlo one)"
+    ),
+}
+_SHORT = {
+    IntervalSources.INPUTS: "90% from inputs and model",
+    IntervalSources.MONTE_CARLO: "90% without the inputs' spread (< 2 draws answered)",
+    IntervalSources.NONE: "no interval",
+}
+_RANK = (IntervalSources.NONE, IntervalSources.MONTE_CARLO, IntervalSources.INPUTS)
+
+
+def sources90(answered: int, ci95: object | None, uncertain: bool = True) -> IntervalSources:
+    """What a 90% interval of ``answered`` draws' answers (the finite ones: ``answering``)
+    joined with the Monte Carlo ``ci95`` holds (``interval90``): ``INPUTS`` with at
+    least two (``prediction_half_width`` needs two), or where the scenario has no
+    uncertain input (``uncertain`` False); else ``MONTE_CARLO`` with a ``ci95``; else
+    ``NONE``."""
+    if answered >= 2 or not uncertain:
+        return IntervalSources.INPUTS
+    return IntervalSources.MONTE_CARLO if ci95 is not None else IntervalSources.NONE
+
+
+def answering(values: Sequence[float] | np.ndarray) -> int:
+    """How many of the draws' answers ``values`` are finite (NaN: a draw the scenario
+    rejects)."""
+    return int(np.count_nonzero(np.isfinite(np.asarray(values, dtype=float))))
+
+
+def weakest(sources: Iterable[IntervalSources]) -> IntervalSources:
+    """The least of several intervals' sources (``INPUTS`` when there are none): what a
+    document's one label can say of all of them."""
+    return min(sources, key=_RANK.index, default=IntervalSources.INPUTS)
 
 
 def prediction_half_width(values: np.ndarray) -> float:
@@ -70,9 +144,13 @@ def interval90(
     one more draw of the inputs would fall; ``positive``: a level or a ratio, whose draws
     are all > 0, takes it on the log scale, so that it stays above 0 and skews as the
     draws do) and with the Monte Carlo ``ci95`` of the nominal answer; NaN answers (a draw
-    the scenario rejects) are left out; None when there is neither."""
+    the scenario rejects) are left out; None when there is no ``ci95`` and fewer than two
+    finite answers (one draw is a point, not an interval). What it holds:
+    ``sources90``."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
     ends: list[float] = []
+    if v.size == 1 and ci95 is None:
+        return None
     if v.size:
         ends += [float(q) for q in np.quantile(v, [0.05, 0.95])]
         if positive and np.all(v > 0):

@@ -139,6 +139,15 @@ class DrawnPoints:
         return 1 if self.sequential else self.replications
 
     @property
+    def uncertain(self) -> bool:
+        """Whether the scenario has uncertain inputs (draws made of them, or inputs its
+        plans found but drew none of: ``draws`` 0, or every draw ruled out): False, the
+        Monte Carlo interval holds the inputs' spread, none (draw_intervals.py
+        ``sources90``)."""
+        sampled = getattr(self.evaluator.builder, "sampled", None)
+        return bool(self.draws) or bool(sampled is not None and sampled.inputs)
+
+    @property
     def replications_run(self) -> int:
         """Replications every draw's points ran together."""
         return sum(p.replications for got in self.points if got for p in got.values())

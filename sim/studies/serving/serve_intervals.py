@@ -15,9 +15,13 @@ from sim.errors import SpecsimError
 from sim.simulation.serving.records import ServingRecord
 from sim.studies.serving.draw_intervals import (
     DRAW_REPLICATIONS,
+    IntervalSources,
+    answering,
     interval90,
     paired_gain,
     shifted,
+    sources90,
+    weakest,
 )
 from sim.uncertainty.model_error import model_error_term
 from sim.uncertainty.perturb import DRAWS, Refit, input_draws, perturbed
@@ -59,7 +63,10 @@ def serve_intervals(
     nominal run's bound scenario ``bound`` and bind each (sim/uncertainty/perturb.py
     ``perturbed``). Each interval from the inputs then takes the model-error term at
     ``batch`` (sim/uncertainty/model_error.py: ``model_error`` (the levels' s, the gains'
-    ceiling a and scale d0), default the scenario's or the shipped one)."""
+    ceiling a and scale d0), default the scenario's or the shipped one). The document's
+    ``label`` says what its intervals hold (draw_intervals.py ``IntervalSources``, the
+    least of them: fewer than two draws answering one metric makes it Monte Carlo), and
+    ``sources`` gives it where that is not the inputs' draws."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.hardware.batched import PassTerms
     from sim.simulation.serving.setup import serving_setup
@@ -86,6 +93,8 @@ def serve_intervals(
     drawn = [{name: replication_values(recs, slo) for name, recs in got.items()} for got in runs]
     # each answer's nominal and its interval from the inputs
     levels: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
+    held: list[IntervalSources] = []  # what each interval holds
+    uncertain = bool(sampled.inputs)
     for name, point in nominal.items():
         levels[name] = {}
         for m in SERVE_METRICS:
@@ -95,6 +104,7 @@ def serve_intervals(
             ]
             lv = level(point, m)
             levels[name][m] = (lv.mean, interval90(values, lv.ci95, positive=True))
+            held.append(sources90(answering(values), lv.ci95, uncertain))
     speedup: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
     for name, point in nominal.items():
         if name == baseline or baseline not in nominal:
@@ -107,11 +117,15 @@ def serve_intervals(
                 shifted(g.mean, paired_gain(d[name][m], d[baseline][m], m), own) for d in drawn
             ]
             speedup[name][m] = (g.mean, interval90(values, g.ci95, positive=True))
+            held.append(sources90(answering(values), g.ci95, uncertain))
     # then the model's error at the nominal run's batch on each
     term = model_error_term(bound.scenario, batch, model_error)
     note = term.beyond_note()
+    sources = weakest(held)
     return {
         **sampled.doc(r),
+        "label": sources.label,
+        **({"sources": sources.value} if sources is not IntervalSources.INPUTS else {}),
         "draws_run": len(drawn),
         "levels": {
             name: {m: term.level(*v, name != baseline) for m, v in ms.items()}

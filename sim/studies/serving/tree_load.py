@@ -54,7 +54,13 @@ from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS, probe_draws, ratio_interval
+from sim.studies.serving.draw_intervals import (
+    DRAW_REPLICATIONS,
+    IntervalSources,
+    probe_draws,
+    ratio_interval,
+    sources90,
+)
 from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
@@ -505,6 +511,9 @@ def tree_load_study(
     beyond = [p for p in points if p.beyond_measured]
     included = any(x.active for x in terms_at.values())
     note = beyond_measured_note(top, beyond[0].mean_batch.mean, included) if beyond else None
+    # what the intervals hold where fewer than two draws ran (every ratio and crossing
+    # has its Monte Carlo interval): draw_intervals.py ``IntervalSources``
+    held = sources90(drawn.run, (), bool(sampled.inputs))
     return TreeLoadResult(
         scenario=scenario.name,
         concurrencies=grid,
@@ -527,7 +536,9 @@ def tree_load_study(
         replications_run={c: n * len(drafts) for c, n in ran.items()},
         intervals={
             **sampled.doc(r),
+            "label": held.label,
             "draws_run": drawn.run,
+            **({"sources": held.value} if held is not IntervalSources.INPUTS else {}),
             # per load, the replications every draw ran there; the loads where the probe
             # draws (the first ``probe_draws``) ran a second replication and the others
             # kept one (tree_load_draws.py ``drawn_ratios``); the serving replications the

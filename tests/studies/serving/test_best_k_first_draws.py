@@ -47,6 +47,7 @@ class _StagedDraws:
     ``ensure`` makes the draws it is asked for visible and records which."""
 
     replications = 2
+    uncertain = True  # draws of uncertain inputs (DrawnPoints.uncertain)
     shifts = DrawnPoints.shifts
     settle = DrawnPoints.settle
 

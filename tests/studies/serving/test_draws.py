@@ -269,6 +269,7 @@ class _FakeDraws:
 
     replications = 2
     sequential = False
+    uncertain = True  # draws of uncertain inputs (DrawnPoints.uncertain)
     shifts = DrawnPoints.shifts
     settle = DrawnPoints.settle
 

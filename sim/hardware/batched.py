@@ -98,7 +98,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 import numpy as np
@@ -380,12 +380,23 @@ SHARED_TERMS = 1 << 18
 Terms = dict[tuple[int, int | None], tuple[float, float, Envelope]]
 
 
-def physics_key(physics: PassPhysics) -> str:
-    """``repr(physics)``: every field of its frozen dataclasses and pydantic models prints
-    in full (floats round-trip, strings, tuples and dicts; no arrays), so equal keys are
-    equal physics and a hit is the same computation. Unlike pickled bytes it does not
-    depend on which sub-objects a copy shares."""
-    key = repr(physics)
+#: ``PassPhysics`` fields but its hardware, in their order (``physics_key``).
+_KEYED_FIELDS = tuple(f.name for f in fields(PassPhysics) if f.name != "hardware")
+#: Hardware points whose printed form a ``PassTerms`` keeps (emptied when full).
+SHARED_HARDWARE = 64
+
+
+def physics_key(physics: PassPhysics, hardware: str | None = None) -> str:
+    """``repr(physics.hardware)`` (or ``hardware``, that repr as printed before) followed by
+    the repr of every other field's value in order: every field of its frozen dataclasses
+    and pydantic models prints in full (floats round-trip, strings, tuples and dicts; no
+    arrays), so equal keys are equal physics and a hit is the same computation. Unlike
+    pickled bytes it does not depend on which sub-objects a copy shares. The hardware's
+    repr (its interconnect's and GPU's figures) is about 95% of the cost of printing a
+    physics, and every pass of a setup, and of a fit's every step, runs on one hardware
+    point."""
+    head = repr(physics.hardware) if hardware is None else hardware
+    key = head + repr(tuple(getattr(physics, name) for name in _KEYED_FIELDS))
     if "array(" in key:  # an array's repr may elide its middle
         raise ValueError("a pass's physics must not hold arrays")
     return key
@@ -406,10 +417,15 @@ class PassTerms:
     as the study's own process does. The terms are a pure function of the physics and the
     token count, so which copy computed an entry never changes a number."""
 
-    __slots__ = ("_kernels", "_lock", "_tables", "owner", "passes")
+    __slots__ = ("_hardware", "_kernels", "_last", "_lock", "_tables", "owner", "passes")
 
     def __init__(self, owner: str | None = None) -> None:
         self._tables: dict[str, Terms] = {}
+        #: id(hardware point) -> (that point, its repr): held, so its id is not reused
+        self._hardware: dict[int, tuple[HardwarePoint, str]] = {}
+        #: the last physics asked for and its key (a calibrated pass asks for one physics
+        #: once a measured point and twice more: sim/hardware/batched.py ``calibrated_pass``)
+        self._last: tuple[PassPhysics, str] | None = None
         self._kernels: dict[str, dict[bool, KernelSchedule]] = {}
         # taken while the tables change: a Dask worker with several threads builds plans
         # concurrently (two threads dropping the oldest physics at once raised KeyError)
@@ -426,7 +442,12 @@ class PassTerms:
         """The table kept for ``physics``, the newest kept, and its kernel schedules by
         whether the pass is graphed (``pass_kernels``: the same for every token count, so
         built once a physics for every pass and measured point of it)."""
-        key = physics_key(physics)
+        last = self._last
+        if last is not None and last[0] is physics:
+            key = last[1]
+        else:
+            key = physics_key(physics, self._hardware_repr(physics.hardware))
+            self._last = (physics, key)
         with self._lock:
             terms = self._tables.pop(key, None)
             if terms is None:
@@ -441,6 +462,18 @@ class PassTerms:
             self._tables[key] = terms  # the newest last
             kernels = self._kernels.setdefault(key, {})
         return terms, kernels
+
+    def _hardware_repr(self, hardware: HardwarePoint) -> str:
+        """``repr(hardware)``, printed once a hardware point object (a frozen dataclass of
+        pydantic models, so its repr never changes): at most ``SHARED_HARDWARE`` kept."""
+        found = self._hardware.get(id(hardware))
+        if found is None or found[0] is not hardware:
+            found = (hardware, repr(hardware))
+            with self._lock:
+                if len(self._hardware) >= SHARED_HARDWARE:
+                    self._hardware.clear()
+                self._hardware[id(hardware)] = found
+        return found[1]
 
 
 #: The tables this process keeps of other processes' owners (``PassTerms`` pickled by

@@ -378,6 +378,8 @@ SHARED_ENTRIES = 1 << 16
 SHARED_TERMS = 1 << 18
 
 Terms = dict[tuple[int, int | None], tuple[float, float, Envelope]]
+#: A physics' measured points -> their (work ms, calibrated compute ms).
+Points = dict["MeasuredPass", tuple[float, float]]
 
 
 #: ``PassPhysics`` fields but its hardware, in their order (``physics_key``).
@@ -417,7 +419,7 @@ class PassTerms:
     as the study's own process does. The terms are a pure function of the physics and the
     token count, so which copy computed an entry never changes a number."""
 
-    __slots__ = ("_hardware", "_kernels", "_last", "_lock", "_tables", "owner", "passes")
+    __slots__ = ("_hardware", "_kernels", "_last", "_lock", "_points", "_tables", "owner", "passes")
 
     def __init__(self, owner: str | None = None) -> None:
         self._tables: dict[str, Terms] = {}
@@ -427,6 +429,7 @@ class PassTerms:
         #: once a measured point and twice more: sim/hardware/batched.py ``calibrated_pass``)
         self._last: tuple[PassPhysics, str] | None = None
         self._kernels: dict[str, dict[bool, KernelSchedule]] = {}
+        self._points: dict[str, Points] = {}
         # taken while the tables change: a Dask worker with several threads builds plans
         # concurrently (two threads dropping the oldest physics at once raised KeyError)
         self._lock = threading.Lock()
@@ -438,10 +441,12 @@ class PassTerms:
     def __reduce__(self) -> tuple[Callable[[str], PassTerms], tuple[str]]:
         return received_terms, (self.owner,)
 
-    def of(self, physics: PassPhysics) -> tuple[Terms, dict[bool, KernelSchedule]]:
-        """The table kept for ``physics``, the newest kept, and its kernel schedules by
+    def of(self, physics: PassPhysics) -> tuple[Terms, dict[bool, KernelSchedule], Points]:
+        """The table kept for ``physics``, the newest kept, its kernel schedules by
         whether the pass is graphed (``pass_kernels``: the same for every token count, so
-        built once a physics for every pass and measured point of it)."""
+        built once a physics for every pass and measured point of it) and its measured
+        points' (work, compute) ms (``_point_compute``: a load fit's every step calibrates
+        the same batch-1 points again)."""
         last = self._last
         if last is not None and last[0] is physics:
             key = last[1]
@@ -459,9 +464,11 @@ class PassTerms:
                     oldest = next(iter(tables))
                     del tables[oldest]
                     self._kernels.pop(oldest, None)
+                    self._points.pop(oldest, None)
             self._tables[key] = terms  # the newest last
             kernels = self._kernels.setdefault(key, {})
-        return terms, kernels
+            points = self._points.setdefault(key, {})
+        return terms, kernels, points
 
     def _hardware_repr(self, hardware: HardwarePoint) -> str:
         """``repr(hardware)``, printed once a hardware point object (a frozen dataclass of
@@ -512,7 +519,7 @@ class BatchedPass:
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
-        self._per_tokens, self._kernels = self._terms.of(physics)
+        self._per_tokens, self._kernels, self._points = self._terms.of(physics)
         self._kv_ms, self._pair_ms = self._attention_coefficients()
         self._log_miss = self._expert_log_miss()
 
@@ -541,15 +548,15 @@ class BatchedPass:
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without its token-count terms (its ``PassTerms`` pickles as its owner's
-        name) and kernel schedules: the copy reads the receiving process's table of that
-        owner and builds its schedules again."""
+        name), kernel schedules and measured points: the copy reads the receiving process's
+        table of that owner and builds its schedules again."""
         state = dict(self.__dict__)
-        del state["_per_tokens"], state["_kernels"]
+        del state["_per_tokens"], state["_kernels"], state["_points"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._per_tokens, self._kernels = self._terms.of(self.physics)
+        self._per_tokens, self._kernels, self._points = self._terms.of(self.physics)
 
     def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
         """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
@@ -682,8 +689,12 @@ class BatchedPass:
 def _point_compute(
     physics: PassPhysics, point: MeasuredPass, field: str, terms: PassTerms
 ) -> tuple[float, float]:
-    """(work ms, calibrated compute ms) of a measured point."""
+    """(work ms, calibrated compute ms) of a measured point: a pure function of the
+    physics and the point, kept in ``terms`` once computed (``PassTerms.of``)."""
     bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])), terms)
+    found = bare._points.get(point)
+    if found is not None:
+        return found
     work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     graphed = replays_graph(physics, point.tokens, point.sequences)
@@ -714,7 +725,8 @@ def _point_compute(
             "hold at that context",
             field=point.field or field,
         )
-    return float(work), compute
+    found = bare._points[point] = (float(work), compute)
+    return found
 
 
 def calibrated_pass(

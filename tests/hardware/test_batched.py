@@ -416,3 +416,21 @@ def test_a_tables_key_prints_each_hardware_point_once_and_still_tells_them_apart
     other = calibrated_pass(slower, point, terms=terms)
     assert other._per_tokens is not first._per_tokens
     assert calibrated_pass(p, point, terms=terms)._per_tokens is first._per_tokens
+
+
+def test_a_tables_measured_points_are_calibrated_once_a_physics():
+    """A load fit calibrates the same batch-1 points at every step: ``PassTerms`` keeps each
+    point's (work, compute) for its physics, a second calibration reads it, and the curve
+    is the one a fresh table gives; another physics calibrates the point for itself."""
+    point = MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")
+    terms = PassTerms()
+    first = calibrated_pass(physics(SEED, kv=70_272.0), [point], terms=terms)
+    assert set(first._points) == {point}
+    again = calibrated_pass(physics(SEED, kv=70_272.0), [point], terms=terms)
+    assert again._points is first._points
+    fresh = calibrated_pass(physics(SEED, kv=70_272.0), [point])
+    assert np.array_equal(again.curve.work_ms, fresh.curve.work_ms)
+    assert np.array_equal(again.curve.compute_ms, fresh.curve.compute_ms)
+    other = calibrated_pass(physics(SEED, kv=1.0), [point], terms=terms)
+    assert other._points is not first._points and point in other._points
+    assert other._points[point] != first._points[point]  # its context reads another work

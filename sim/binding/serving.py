@@ -515,6 +515,37 @@ def reference_context(scenario: Scenario, source: str) -> tuple[float, str]:
     )
 
 
+def scenario_serving_cost(
+    bound: Bound,
+    *,
+    speculative: bool,
+    max_beams: int,
+    source: str,
+    terms: PassTerms | None = None,
+) -> IterationCost:
+    """``serving_cost`` of ``bound`` with its scenario's ``[model]`` KV and attention terms
+    (0 where not given) at the reference context (``reference_context``) and its drafter's
+    own KV bytes when given; ``speculative``, ``max_beams`` and ``terms`` as
+    ``serving_cost`` takes them. Errors name ``source`` (the scenario's file). What a
+    serving plan's cost is (``serving_model``), and what a load fit's every step prices
+    again with its serving terms (sim/calibration/load_fit.py ``TpotModel``)."""
+    spec = bound.scenario.model
+    reference, _ = reference_context(bound.scenario, source)
+    try:
+        return serving_cost(
+            bound,
+            kv_bytes_per_token=spec.kv_bytes_per_token or 0.0,
+            attention_flops_per_pair=spec.attention_flops_per_pair or 0.0,
+            reference_context_tokens=reference,
+            speculative=speculative,
+            draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
+            max_beams=max_beams,
+            terms=terms,
+        )
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=source, field=exc.field) from None
+
+
 @dataclass(frozen=True, slots=True)
 class ServingModel:
     """What a serving plan takes from a bound scenario, built once: the batched iteration
@@ -555,26 +586,16 @@ def serving_model(
     notes = []
     kv = spec.kv_bytes_per_token
     attn = spec.attention_flops_per_pair
-    reference, reference_note = reference_context(scenario, source)
+    _, reference_note = reference_context(scenario, source)
     if reference_note:
         notes.append(reference_note)
     if kv is None:
         notes.append("KV reads: not modelled (no model.kv_bytes_per_token): passes ignore context")
     if attn is None:
         notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
-    try:
-        cost = serving_cost(
-            bound,
-            kv_bytes_per_token=kv or 0.0,
-            attention_flops_per_pair=attn or 0.0,
-            reference_context_tokens=reference,
-            speculative=speculative,
-            draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
-            max_beams=max_beams,
-            terms=terms,
-        )
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, source=source, field=exc.field) from None
+    cost = scenario_serving_cost(
+        bound, speculative=speculative, max_beams=max_beams, source=source, terms=terms
+    )
     measured = sorted({p.kind for p in timing.points or []})
     notes.append(
         "batched passes: the hardware model calibrated to the batch-1 [timing] passes"

@@ -78,7 +78,7 @@ it twice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,6 +86,7 @@ from scipy.optimize import minimize_scalar
 
 from sim.binding.bind import draft_binding, scenario_rates
 from sim.binding.bound import Bound, bind
+from sim.binding.serving import scenario_serving_cost
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.errors import SpecsimError
@@ -108,6 +109,7 @@ __all__ = [
     "SPEC_FIELD",
     "LoadFit",
     "LoadRow",
+    "TpotModel",
     "fit_load_sweep",
     "predicted_tpot_ms",
     "tpot_sigma_ms",
@@ -140,6 +142,8 @@ SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3, SPEC_FIELD: 0.3}
 HOST_SCAN_US: tuple[float, ...] = (0.0, *(5.0 * 2.0**i for i in range(10)), BOUNDS[HOST_FIELD][1])
 #: Values of the speculative host factor's profile (0, then doubling from 1/4, the bound).
 SPEC_SCAN: tuple[float, ...] = (0.0, *(0.25 * 2.0**i for i in range(9)), BOUNDS[SPEC_FIELD][1])
+#: The source the serving setup of a fit's scenario names in its errors.
+SWEEP_SOURCE = "load sweep"
 #: Chi-square rise of a one-parameter 90% profile range.
 CHI2_90 = 2.706
 #: Bisection steps refining each end of the host work's profile range.
@@ -266,13 +270,109 @@ def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
     return scenario.num_steps > 0
 
 
-def _cost(model: Bound | Scenario, terms: PassTerms | None = None) -> IterationCost:
-    """The iteration cost the serving engine prices its passes with (the bound scenario's
-    batch-1 passes and its measured points, sim/simulation/serving/setup.py); ``model``
-    and ``terms`` as ``predicted_tpot_ms`` takes them."""
-    memo = None if terms is None else terms.passes
-    bound = model if isinstance(model, Bound) else bind(model, memo)
-    return serving_setup(bound, source="load sweep", terms=terms).plan.cost
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What a run's predicted TPOT takes that no serving term moves: whether it drafts,
+    its draft and accept length, and (a run without its own job) its mean context and the
+    two whole batches its load lies between."""
+
+    point: LoadPoint
+    speculative: bool
+    draft: Draft
+    accept_length: float
+    context_tokens: float
+    low: int
+    high: int
+
+
+class TpotModel:
+    """``predicted_tpot_ms`` bound once for a fit that asks at many values of the serving
+    terms (the load fit's steps, a recorded refit's): ``model`` is set up once as a
+    serving plan (sim/simulation/serving/setup.py ``serving_setup``: its policies, KV
+    capacity and checks, which read no serving term a fit moves), each run's draft,
+    accept length, context and batches are worked out once, and ``tpot_ms(values)``
+    prices only the batched iteration cost again (sim/binding/serving.py
+    ``scenario_serving_cost``) with ``values`` (``serving.*`` fields: ``Bound.with_serving``).
+    ``terms``: as ``predicted_tpot_ms`` takes them. The numbers are those of
+    ``predicted_tpot_ms`` of the scenario with ``values`` set."""
+
+    __slots__ = ("_bound", "_cost", "_max_beams", "_runs", "_speculates", "_terms")
+
+    def __init__(
+        self,
+        model: Bound | Scenario,
+        points: Sequence[LoadPoint],
+        terms: PassTerms | None = None,
+    ) -> None:
+        memo = None if terms is None else terms.passes
+        bound = model if isinstance(model, Bound) else bind(model, memo)
+        setup = serving_setup(bound, source=SWEEP_SOURCE, terms=terms)
+        self._bound, self._terms = bound, terms
+        self._cost = setup.plan.cost
+        self._speculates, self._max_beams = setup.speculates, setup.max_beams
+        scenario = bound.scenario
+        default_context = scenario.timing.context_tokens or 0.0
+        runs = []
+        for p in points:
+            spec = _speculative(scenario, p)
+            context = p.context_tokens if p.context_tokens is not None else default_context
+            runs.append(
+                _Run(
+                    p,
+                    spec,
+                    _draft(scenario, p, spec),
+                    _accept_length(scenario, p, spec),
+                    context,
+                    max(1, math.floor(p.load)),
+                    max(1, math.ceil(p.load)),
+                )
+            )
+        self._runs = tuple(runs)
+
+    def cost(
+        self, values: Mapping[str, float] | None = None, source: str = "override"
+    ) -> IterationCost:
+        """The iteration cost the serving engine prices its passes with, at ``values``
+        (None: the model's own), set by ``source``."""
+        if not values:
+            return self._cost
+        bound = self._bound.with_serving(values, source=source)
+        return scenario_serving_cost(
+            bound,
+            speculative=self._speculates,
+            max_beams=self._max_beams,
+            source=SWEEP_SOURCE,
+            terms=self._terms,
+        )
+
+    def tpot_ms(
+        self, values: Mapping[str, float] | None = None, source: str = "override"
+    ) -> np.ndarray:
+        """Model TPOT (ms) of each run at ``values`` (``cost``); shape (len(points),)."""
+        cost = self.cost(values, source)
+        out = []
+        for run in self._runs:
+            if run.point.job is not None:  # the run's own job (sim/calibration/run_job.py)
+
+                def iteration_ms(
+                    b: int, sums: np.ndarray, d: Draft = run.draft, s: bool = run.speculative
+                ) -> np.ndarray:
+                    return cost.decode_ms(b, d, sums, drafter=s)
+
+                out.append(run.point.job.tpot_ms(iteration_ms, run.accept_length))
+                continue
+            low, high = run.low, run.high
+            times = [
+                float(
+                    cost.decode_ms(
+                        b, run.draft, np.array([b * run.context_tokens]), drafter=run.speculative
+                    )[0]
+                )
+                for b in (low, high)
+            ]
+            ms = times[0] + (run.point.load - low) * (times[1] - times[0])
+            out.append(ms / run.accept_length)
+        return np.array(out)
 
 
 def predicted_tpot_ms(
@@ -285,34 +385,8 @@ def predicted_tpot_ms(
     passes' token-count terms and the batch-1 hardware answers (sim/hardware/batched.py
     ``PassTerms``, its ``passes`` memo) of the fit that asks at every step (None: the
     bound scenario's own); pure functions of frozen inputs, so the numbers are the same
-    with or without them."""
-    scenario = model.scenario if isinstance(model, Bound) else model
-    cost = _cost(model, terms)
-    default_context = scenario.timing.context_tokens or 0.0
-    out = []
-    for p in points:
-        spec = _speculative(scenario, p)
-        draft = _draft(scenario, p, spec)
-        if p.job is not None:  # the run's own job (sim/calibration/run_job.py)
-
-            def iteration_ms(
-                b: int, sums: np.ndarray, d: Draft = draft, s: bool = spec
-            ) -> np.ndarray:
-                return cost.decode_ms(b, d, sums, drafter=s)
-
-            out.append(p.job.tpot_ms(iteration_ms, _accept_length(scenario, p, spec)))
-            continue
-        context = p.context_tokens if p.context_tokens is not None else default_context
-        low = max(1, math.floor(p.load))
-        high = max(1, math.ceil(p.load))
-
-        times = [
-            float(cost.decode_ms(b, draft, np.array([b * context]), drafter=spec)[0])
-            for b in (low, high)
-        ]
-        ms = times[0] + (p.load - low) * (times[1] - times[0])
-        out.append(ms / _accept_length(scenario, p, spec))
-    return np.array(out)
+    with or without them. A fit asking at many serving values binds ``TpotModel`` once."""
+    return TpotModel(model, points, terms).tpot_ms()
 
 
 def _uncertainty(
@@ -516,16 +590,17 @@ def fit_load_sweep(
     # every step moves serving terms only: the same batch-1 passes and the same token-count
     # terms of every pass whose physics a step does not move, one table of their answers
     hardware = PassTerms()
-    # and none of them is read by a binding step: the scenario is bound once
+    # and none of them is read by a binding step: the scenario is bound once, set up as a
+    # serving plan once, and each step prices its iteration cost again
     bound = bind(scenario, hardware.passes)
+    model = TpotModel(bound, usable, hardware)
 
-    def with_values(values: dict[str, float]) -> Bound:
-        # clamped: a finite difference at a bound steps past it
-        clamped = {n: float(np.clip(v, *BOUNDS[n])) for n, v in values.items()}
-        return bound.with_serving(clamped, source=source)
+    def clamped(values: dict[str, float]) -> dict[str, float]:
+        # a finite difference at a bound steps past it
+        return {n: float(np.clip(v, *BOUNDS[n])) for n, v in values.items()}
 
     def residuals(values: dict[str, float]) -> np.ndarray:
-        return (predicted_tpot_ms(with_values(values), usable, hardware) - measured) / sigma
+        return (model.tpot_ms(clamped(values), source) - measured) / sigma
 
     def chi2(values: dict[str, float]) -> float:
         r = residuals(values)
@@ -635,7 +710,7 @@ def fit_load_sweep(
     # with the host work fitted (it took f h) a draw of f alone would count it twice
     written = {n: v for n, v in values.items() if n != SPEC_FIELD or n in identified}
     fitted = with_overrides(
-        with_values(written).scenario,
+        bound.with_serving(clamped(written), source=source).scenario,
         _uncertainty(
             written,
             fit.stderr,

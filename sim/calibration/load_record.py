@@ -39,7 +39,7 @@ from sim.calibration.load_fit import (
     BOUNDS,
     SCALES,
     LoadFit,
-    predicted_tpot_ms,
+    TpotModel,
     tpot_sigma_ms,
 )
 from sim.calibration.load_sweep import LoadPoint
@@ -192,12 +192,11 @@ def _solve(
     # every step moves serving terms only, which no binding step reads: the scenario bound
     # once, the same batch-1 passes and token-count terms, one table of their answers
     hardware = PassTerms()
-    bound = bind(scenario, hardware.passes)
+    model = TpotModel(bind(scenario, hardware.passes), points, hardware)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         values = dict(zip(terms, np.clip(x, lower, upper).tolist(), strict=True))
-        drawn = bound.with_serving(values, source=source)
-        return (predicted_tpot_ms(drawn, points, hardware) - measured) / sigma
+        return (model.tpot_ms(values, source) - measured) / sigma
 
     x0 = np.clip([_value(scenario, t) for t in terms], lower, upper)
     result = least_squares(

@@ -98,7 +98,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 import numpy as np
@@ -378,14 +378,27 @@ SHARED_ENTRIES = 1 << 16
 SHARED_TERMS = 1 << 18
 
 Terms = dict[tuple[int, int | None], tuple[float, float, Envelope]]
+#: A physics' measured points -> their (work ms, calibrated compute ms).
+Points = dict["MeasuredPass", tuple[float, float]]
 
 
-def physics_key(physics: PassPhysics) -> str:
-    """``repr(physics)``: every field of its frozen dataclasses and pydantic models prints
-    in full (floats round-trip, strings, tuples and dicts; no arrays), so equal keys are
-    equal physics and a hit is the same computation. Unlike pickled bytes it does not
-    depend on which sub-objects a copy shares."""
-    key = repr(physics)
+#: ``PassPhysics`` fields but its hardware, in their order (``physics_key``).
+_KEYED_FIELDS = tuple(f.name for f in fields(PassPhysics) if f.name != "hardware")
+#: Hardware points whose printed form a ``PassTerms`` keeps (emptied when full).
+SHARED_HARDWARE = 64
+
+
+def physics_key(physics: PassPhysics, hardware: str | None = None) -> str:
+    """``repr(physics.hardware)`` (or ``hardware``, that repr as printed before) followed by
+    the repr of every other field's value in order: every field of its frozen dataclasses
+    and pydantic models prints in full (floats round-trip, strings, tuples and dicts; no
+    arrays), so equal keys are equal physics and a hit is the same computation. Unlike
+    pickled bytes it does not depend on which sub-objects a copy shares. The hardware's
+    repr (its interconnect's and GPU's figures) is about 95% of the cost of printing a
+    physics, and every pass of a setup, and of a fit's every step, runs on one hardware
+    point."""
+    head = repr(physics.hardware) if hardware is None else hardware
+    key = head + repr(tuple(getattr(physics, name) for name in _KEYED_FIELDS))
     if "array(" in key:  # an array's repr may elide its middle
         raise ValueError("a pass's physics must not hold arrays")
     return key
@@ -406,11 +419,17 @@ class PassTerms:
     as the study's own process does. The terms are a pure function of the physics and the
     token count, so which copy computed an entry never changes a number."""
 
-    __slots__ = ("_kernels", "_lock", "_tables", "owner", "passes")
+    __slots__ = ("_hardware", "_kernels", "_last", "_lock", "_points", "_tables", "owner", "passes")
 
     def __init__(self, owner: str | None = None) -> None:
         self._tables: dict[str, Terms] = {}
+        #: id(hardware point) -> (that point, its repr): held, so its id is not reused
+        self._hardware: dict[int, tuple[HardwarePoint, str]] = {}
+        #: the last physics asked for and its key (a calibrated pass asks for one physics
+        #: once a measured point and twice more: sim/hardware/batched.py ``calibrated_pass``)
+        self._last: tuple[PassPhysics, str] | None = None
         self._kernels: dict[str, dict[bool, KernelSchedule]] = {}
+        self._points: dict[str, Points] = {}
         # taken while the tables change: a Dask worker with several threads builds plans
         # concurrently (two threads dropping the oldest physics at once raised KeyError)
         self._lock = threading.Lock()
@@ -422,11 +441,18 @@ class PassTerms:
     def __reduce__(self) -> tuple[Callable[[str], PassTerms], tuple[str]]:
         return received_terms, (self.owner,)
 
-    def of(self, physics: PassPhysics) -> tuple[Terms, dict[bool, KernelSchedule]]:
-        """The table kept for ``physics``, the newest kept, and its kernel schedules by
+    def of(self, physics: PassPhysics) -> tuple[Terms, dict[bool, KernelSchedule], Points]:
+        """The table kept for ``physics``, the newest kept, its kernel schedules by
         whether the pass is graphed (``pass_kernels``: the same for every token count, so
-        built once a physics for every pass and measured point of it)."""
-        key = physics_key(physics)
+        built once a physics for every pass and measured point of it) and its measured
+        points' (work, compute) ms (``_point_compute``: a load fit's every step calibrates
+        the same batch-1 points again)."""
+        last = self._last
+        if last is not None and last[0] is physics:
+            key = last[1]
+        else:
+            key = physics_key(physics, self._hardware_repr(physics.hardware))
+            self._last = (physics, key)
         with self._lock:
             terms = self._tables.pop(key, None)
             if terms is None:
@@ -438,9 +464,23 @@ class PassTerms:
                     oldest = next(iter(tables))
                     del tables[oldest]
                     self._kernels.pop(oldest, None)
+                    self._points.pop(oldest, None)
             self._tables[key] = terms  # the newest last
             kernels = self._kernels.setdefault(key, {})
-        return terms, kernels
+            points = self._points.setdefault(key, {})
+        return terms, kernels, points
+
+    def _hardware_repr(self, hardware: HardwarePoint) -> str:
+        """``repr(hardware)``, printed once a hardware point object (a frozen dataclass of
+        pydantic models, so its repr never changes): at most ``SHARED_HARDWARE`` kept."""
+        found = self._hardware.get(id(hardware))
+        if found is None or found[0] is not hardware:
+            found = (hardware, repr(hardware))
+            with self._lock:
+                if len(self._hardware) >= SHARED_HARDWARE:
+                    self._hardware.clear()
+                self._hardware[id(hardware)] = found
+        return found[1]
 
 
 #: The tables this process keeps of other processes' owners (``PassTerms`` pickled by
@@ -479,7 +519,7 @@ class BatchedPass:
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
-        self._per_tokens, self._kernels = self._terms.of(physics)
+        self._per_tokens, self._kernels, self._points = self._terms.of(physics)
         self._kv_ms, self._pair_ms = self._attention_coefficients()
         self._log_miss = self._expert_log_miss()
 
@@ -508,15 +548,15 @@ class BatchedPass:
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without its token-count terms (its ``PassTerms`` pickles as its owner's
-        name) and kernel schedules: the copy reads the receiving process's table of that
-        owner and builds its schedules again."""
+        name), kernel schedules and measured points: the copy reads the receiving process's
+        table of that owner and builds its schedules again."""
         state = dict(self.__dict__)
-        del state["_per_tokens"], state["_kernels"]
+        del state["_per_tokens"], state["_kernels"], state["_points"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._per_tokens, self._kernels = self._terms.of(self.physics)
+        self._per_tokens, self._kernels, self._points = self._terms.of(self.physics)
 
     def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
         """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
@@ -649,8 +689,12 @@ class BatchedPass:
 def _point_compute(
     physics: PassPhysics, point: MeasuredPass, field: str, terms: PassTerms
 ) -> tuple[float, float]:
-    """(work ms, calibrated compute ms) of a measured point."""
+    """(work ms, calibrated compute ms) of a measured point: a pure function of the
+    physics and the point, kept in ``terms`` once computed (``PassTerms.of``)."""
     bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])), terms)
+    found = bare._points.get(point)
+    if found is not None:
+        return found
     work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     graphed = replays_graph(physics, point.tokens, point.sequences)
@@ -681,7 +725,8 @@ def _point_compute(
             "hold at that context",
             field=point.field or field,
         )
-    return float(work), compute
+    found = bare._points[point] = (float(work), compute)
+    return found
 
 
 def calibrated_pass(

@@ -12,6 +12,7 @@ from sim.calibration.load_fit import (
     SKEW_FIELD,
     SLOPE_FIELD,
     SPEC_FIELD,
+    TpotModel,
     fit_load_sweep,
     predicted_tpot_ms,
 )
@@ -47,6 +48,27 @@ def test_batch_one_at_the_reference_context_is_the_batch_one_cycle_whatever_the_
     al = mean_accept_length(scenario_rates(base))
     # the anchoring adds an exact 0.0 at batch 1 and the reference context
     assert [p.tpot_ms for p in pts] == [plain, cycle / al]
+
+
+@pytest.mark.parametrize(
+    ("path", "values"),
+    [
+        (SCENARIO, {HOST_FIELD: 90.0, SLOPE_FIELD: 0.2, SPEC_FIELD: 2.0}),
+        ("scenarios/kimi-k25-8xpcie-eagle3-serving.toml", {SKEW_FIELD: 0.9, SLOPE_FIELD: 1.7}),
+    ],
+    ids=["dense", "moe"],
+)
+def test_a_fit_s_bound_model_prices_a_step_as_the_scenario_with_its_values(path, values):
+    """A fit sets its model up once and prices only the iteration cost again at each
+    step (``TpotModel``): the same operations as a fresh setup of the scenario with the
+    step's values, so the same bits, at every load and for plain and speculative runs."""
+    base = load_scenario(path)
+    pts = _sweep(base, [1, 3.5, 16, 64], [False, True])
+    model = TpotModel(base, pts)
+    fresh = predicted_tpot_ms(with_overrides(base, values), pts)
+    assert list(model.tpot_ms(values)) == list(fresh)
+    assert list(fresh) != [p.tpot_ms for p in pts]  # the values move every loaded run
+    assert list(model.tpot_ms()) == [p.tpot_ms for p in pts]
 
 
 def test_recovers_host_work_and_kernel_slope_from_their_own_predictions():

@@ -10,7 +10,7 @@ import pytest
 
 from sim.calibration.load_fit import (
     SLOPE_FIELD,
-    _cost,
+    TpotModel,
     fit_load_sweep,
     predicted_tpot_ms,
 )
@@ -26,7 +26,7 @@ OUTPUTS = (60, 1, 250, 33, 180, 2, 97)
 
 
 def _iteration(scenario, spec: bool):
-    cost = _cost(scenario)
+    cost = TpotModel(scenario, []).cost()
     draft = scenario.num_steps if spec else 0
     return cost, draft, (lambda b, sums: cost.decode_ms(b, draft, sums, drafter=spec))
 

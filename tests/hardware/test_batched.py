@@ -396,3 +396,41 @@ def test_captured_sizes_must_ascend():
 def test_a_capture_limit_below_one_is_refused():
     with pytest.raises(ValueError, match="graph_max_tokens"):
         dataclasses.replace(physics(LLAMA), graph_max_tokens=0)
+
+
+def test_a_tables_key_prints_each_hardware_point_once_and_still_tells_them_apart():
+    """``PassTerms`` keeps the repr of each hardware point object it has keyed (about 95%
+    of printing a physics): the key is the one printed afresh, equal physics on distinct
+    but equal hardware objects share a table, and a physics on other hardware (another
+    launch cost) gets its own after the first's repr was kept."""
+    from sim.hardware.batched import physics_key
+
+    point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
+    p, q = physics(SEED, kv=70_272.0), physics(SEED, kv=70_272.0)
+    assert p.hardware is not q.hardware and p.hardware == q.hardware
+    assert physics_key(p, repr(p.hardware)) == physics_key(p)
+    terms = PassTerms()
+    first = calibrated_pass(p, point, terms=terms)
+    assert calibrated_pass(q, point, terms=terms)._per_tokens is first._per_tokens
+    slower = dataclasses.replace(p, hardware=p.hardware.with_launch_us(p.hardware.launch_us + 1))
+    other = calibrated_pass(slower, point, terms=terms)
+    assert other._per_tokens is not first._per_tokens
+    assert calibrated_pass(p, point, terms=terms)._per_tokens is first._per_tokens
+
+
+def test_a_tables_measured_points_are_calibrated_once_a_physics():
+    """A load fit calibrates the same batch-1 points at every step: ``PassTerms`` keeps each
+    point's (work, compute) for its physics, a second calibration reads it, and the curve
+    is the one a fresh table gives; another physics calibrates the point for itself."""
+    point = MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")
+    terms = PassTerms()
+    first = calibrated_pass(physics(SEED, kv=70_272.0), [point], terms=terms)
+    assert set(first._points) == {point}
+    again = calibrated_pass(physics(SEED, kv=70_272.0), [point], terms=terms)
+    assert again._points is first._points
+    fresh = calibrated_pass(physics(SEED, kv=70_272.0), [point])
+    assert np.array_equal(again.curve.work_ms, fresh.curve.work_ms)
+    assert np.array_equal(again.curve.compute_ms, fresh.curve.compute_ms)
+    other = calibrated_pass(physics(SEED, kv=1.0), [point], terms=terms)
+    assert other._points is not first._points and point in other._points
+    assert other._points[point] != first._points[point]  # its context reads another work

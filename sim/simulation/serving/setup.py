@@ -63,7 +63,8 @@ class ServingSetup:
     (``ServingPlan.check``: what ``simulate_serving`` and the load check take);
     ``mean_tokens``: the requests' mean (input, output) tokens; ``load``: the arrival
     pattern in words; ``kv_capacity``: where the plan's KV capacity comes from (given,
-    derived with its range, unlimited).
+    derived with its range, unlimited); ``max_beams``: the most drafter beams a request of
+    any of its policies' trees drafts (1 without trees), which its cost was built for.
     """
 
     plan: ServingPlan
@@ -75,6 +76,12 @@ class ServingSetup:
     assumptions: tuple[str, ...]
     mean_tokens: tuple[float, float]
     kv_capacity: KvCapacity | None = None
+    max_beams: int = 1
+
+    @property
+    def speculates(self) -> bool:
+        """Whether any policy run drafts (its cost then holds the drafter's passes)."""
+        return any(d.policy.max_k > 0 for d in self.draftings.values())
 
     @property
     def policies(self) -> dict[str, SpeculationPolicy]:
@@ -465,6 +472,7 @@ def serving_setup(
         assumptions=tuple(notes),
         mean_tokens=mean_tokens,
         kv_capacity=served.kv,
+        max_beams=beams,
     )
 
 

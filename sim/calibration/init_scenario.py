@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sim.binding.bind import pass_times
 from sim.calibration.calibrate import calibrate
@@ -78,7 +78,12 @@ from sim.calibration.server_match import check_init_quantization, check_init_ser
 from sim.calibration.settings import TABLE_TIMING_FIT
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
-from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS, PassMemo
+from sim.hardware.passes import (
+    DENSE_LAYER_KERNELS,
+    MOE_LAYER_KERNELS,
+    TRTLLM_MOE_LAYER_KERNELS,
+    PassMemo,
+)
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -396,13 +401,19 @@ def _eagle3_drafter(
     )
 
 
-def _prefill_kernels(model: HfModel, raw: dict[str, Any], comments: dict[str, str]) -> None:
+def _prefill_kernels(
+    model: HfModel, engine: str, raw: dict[str, Any], comments: dict[str, str]
+) -> None:
     """``model.kernels_per_layer`` and its range, for a workload with prompts: their
     prefill passes run without CUDA graphs, each kernel launched from the CPU, and init
     does not know the engine's count. The middle of the typical range
-    (sim/hardware/passes.py: a dense layer 11-18, a routed-MoE layer 28-42), the range
-    under ``[uncertainty]`` so that the serving intervals draw it."""
+    (sim/hardware/passes.py: a dense layer 11-18, a routed-MoE layer 28-42, under
+    TensorRT-LLM 19-28), the range under ``[uncertainty]`` so that the serving intervals
+    draw it."""
     moe = model.is_moe
+    if moe and engine == "trtllm":
+        _counted_moe_kernels(engine, "middle", "assumed", raw, comments)
+        return
     low, high = MOE_LAYER_KERNELS if moe else DENSE_LAYER_KERNELS
     kind = "a routed-MoE layer (SGLang's DeepSeek-V3/Kimi layer, counted from its source)"
     if not moe:
@@ -427,6 +438,43 @@ SGLANG_MOE_REASON = (
     "(counted from its source: sim/validation/hardware_data.py); count one layer of your "
     "server (e.g. nsys) and give --kernels-per-layer"
 )
+
+
+#: TensorRT-LLM's routed-MoE layer (DeepSeek-V3/R1, PyTorch backend, TRTLLM-Gen MoE
+#: backend), counted op by op (sim/validation/hardware_data.py
+#: TRTLLM_DEEPSEEK_V3_LAYER_OPS; docs/studies/trtllm-engine-costs.md).
+TRTLLM_MOE_REASON = (
+    "default: TensorRT-LLM's routed-MoE layer (DeepSeek-V3/R1, PyTorch backend, "
+    "TRTLLM-Gen MoE) issues {low}-{high} kernels run eagerly: the modules its tech blog 1 "
+    "lists, the MLA, routing and expert kernels counted from its source "
+    "(sim/validation/data/layer_kernels.toml; docs/studies/trtllm-engine-costs.md); other "
+    "MoE backends not counted; count one layer of your server (e.g. nsys) and give "
+    "--kernels-per-layer"
+)
+
+#: The engines whose routed-MoE layer specsim counted: its (low, high) kernels and the
+#: scenario comment's template.
+COUNTED_MOE_LAYERS: dict[str, tuple[tuple[int, int], str]] = {
+    "sglang": (MOE_LAYER_KERNELS, SGLANG_MOE_REASON),
+    "trtllm": (TRTLLM_MOE_LAYER_KERNELS, TRTLLM_MOE_REASON),
+}
+
+
+def _counted_moe_kernels(
+    engine: str,
+    value: Literal["low", "middle"],
+    origin: str,
+    raw: dict[str, Any],
+    comments: dict[str, str],
+) -> None:
+    """``model.kernels_per_layer`` at ``engine``'s counted routed-MoE layer (its low end or
+    the middle, (low + high) // 2), the range under ``[uncertainty]`` as ``origin``."""
+    (low, high), template = COUNTED_MOE_LAYERS[engine]
+    reason = template.format(low=low, high=high)
+    kernels = low if value == "low" else (low + high) // 2
+    _set(raw, comments, "model.kernels_per_layer", kernels, reason)
+    entry = {"range": [low, high], "origin": origin, "reason": reason}
+    _set_uncertainty(raw, comments, "model.kernels_per_layer", entry)
 
 
 def _verify_flags(
@@ -474,20 +522,16 @@ def _verify_flags(
         )
     if raw.get("timing", {}).get("verify_cuda_graph", False):
         return
-    sglang_moe = model.is_moe and req.engine == "sglang"
-    # a count given wins; else SGLang's for its MoE layer; else a prefill's default (a range)
-    if req.kernels_per_layer is None and not sglang_moe and "kernels_per_layer" not in raw["model"]:
+    # a count given wins; else the engine's for its MoE layer; else a prefill's default
+    counted = model.is_moe and req.engine in COUNTED_MOE_LAYERS
+    if req.kernels_per_layer is None and not counted and "kernels_per_layer" not in raw["model"]:
         raise SpecsimError(
             "an ungraphed verify's launch cost is priced per kernel: give the kernels one "
             "layer of your engine issues eagerly (e.g. counted with nsys)",
             source="--kernels-per-layer",
         )
-    if req.kernels_per_layer is None and sglang_moe:
-        low, high = MOE_LAYER_KERNELS
-        reason = SGLANG_MOE_REASON.format(low=low, high=high)
-        _set(raw, comments, "model.kernels_per_layer", low, reason)
-        entry = {"range": [low, high], "origin": "derived", "reason": reason}
-        _set_uncertainty(raw, comments, "model.kernels_per_layer", entry)
+    if req.kernels_per_layer is None and counted:
+        _counted_moe_kernels(req.engine, "low", "derived", raw, comments)
     if req.decode_ms is None:
         raise SpecsimError(
             "an ungraphed verify's GPU work is taken from the graphed decode's, its launches "
@@ -722,7 +766,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
         for dotted, value, why in keys.fields if keys is not None else ():
             _set(raw, comments, dotted, value, why)
     if raw.get("workload", {}).get("input_tokens", 0) > 0:
-        _prefill_kernels(model, raw, comments)
+        _prefill_kernels(model, req.engine, raw, comments)
     _verify_flags(req, model, raw, comments)
     header = (
         f"Written by `specsim init` from {req.config}: every value says where it came from\n"

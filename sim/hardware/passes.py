@@ -154,6 +154,11 @@ class Geometry:
 #: ``SGLANG_KIMI_LAYER_OPS``; a test keeps the two equal).
 DENSE_LAYER_KERNELS = (11, 18)
 MOE_LAYER_KERNELS = (28, 42)
+#: The same DeepSeek-V3 MoE layer in TensorRT-LLM's PyTorch backend (TRTLLM-Gen MoE
+#: backend), counted op by op (sim/validation/hardware_data.py
+#: ``TRTLLM_DEEPSEEK_V3_LAYER_OPS``; a test keeps the two equal): ``specsim init --engine
+#: trtllm``'s range for a routed-MoE layer.
+TRTLLM_MOE_LAYER_KERNELS = (19, 28)
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,6 +256,10 @@ SGLANG_DEEPSEEK_V2 = _CITATIONS["SGLANG_DEEPSEEK_V2"]
 #: Marlin, BF16 attention) run eagerly by SGLang at tensor parallel 8: the kernels each op
 #: of the forward issues, read from SGLang's source (sim/validation/data/layer_kernels.toml).
 SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = _ops("sglang_kimi_layer")
+#: A DeepSeek-V3/R1 MoE layer of a decoding iteration in TensorRT-LLM's PyTorch backend
+#: (TRTLLM-Gen MoE backend): the modules the TensorRT-LLM team lists for it, the MLA,
+#: routing and expert kernels read from the source (sim/validation/data/layer_kernels.toml).
+TRTLLM_DEEPSEEK_V3_LAYER_OPS: tuple[LayerOps, ...] = _ops("trtllm_deepseek_v3_layer")
 SGLANG_FUSED_MOE = _CITATIONS["SGLANG_FUSED_MOE"]
 SGLANG_FP8_LINEAR = _CITATIONS["SGLANG_FP8_LINEAR"]
 #: A DeepSeek-V3 MoE layer (block-FP8 weights, 256 routed experts through the Triton fused

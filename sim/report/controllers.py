@@ -38,10 +38,8 @@ def _label(doc: Mapping[str, Any], inline: bool = False) -> str:
     """The label of the document's drawn intervals: what they hold (``sources`` where
     fewer than two draws ran, sim/studies/serving/draw_intervals.py ``IntervalSources``;
     ``inline``: in a few words there, where a line names the interval)."""
-    held = (doc.get("interval90") or {}).get("sources")
-    if held is None:
-        return IntervalSources.INPUTS.label
-    return IntervalSources(held).short if inline else IntervalSources(held).label
+    held = IntervalSources.of((doc.get("interval90") or {}).get("sources"))
+    return held.short if inline else held.label
 
 
 def _switch_lines(doc: Mapping[str, Any]) -> list[str]:

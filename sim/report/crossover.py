@@ -101,7 +101,7 @@ def held_words(held: str | None) -> str:
     """The words before an interval of a serving document: what it holds (its
     ``*_sources`` value, sim/studies/serving/draw_intervals.py ``IntervalSources``;
     None: the inputs' draws)."""
-    return IntervalSources(held or IntervalSources.INPUTS).short
+    return IntervalSources.of(held).short
 
 
 def interval90_words(c: Mapping[str, Any], kind: str) -> str | None:

@@ -261,7 +261,7 @@ def _notes(doc: Mapping[str, Any]) -> list[str]:
 def _label(iv: Mapping[str, Any]) -> str:
     """The label of the document's intervals: what they hold (``sources`` where fewer
     than two draws ran, sim/studies/serving/draw_intervals.py ``IntervalSources``)."""
-    return IntervalSources(iv.get("sources") or IntervalSources.INPUTS).label
+    return IntervalSources.of(iv.get("sources")).label
 
 
 def _crossings(doc: Mapping[str, Any]) -> list[str]:

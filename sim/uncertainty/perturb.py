@@ -28,10 +28,10 @@ from sim.binding.inputs import UncertainInput, draw_inputs, field_bounds
 from sim.errors import SpecsimError
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.uncertainty.interval import INTERVAL_LABEL
 
 __all__ = [
     "DRAWS",
-    "INTERVAL_LABEL",
     "SERVING_DEFAULT_RANGES",
     "InputDraws",
     "Overrides",
@@ -47,7 +47,6 @@ __all__ = [
 
 #: Sobol draws of the uncertain inputs a serving answer takes (a power of 2).
 DRAWS = 8
-INTERVAL_LABEL = "90% interval from inputs and model"
 
 #: One draw of the uncertain inputs: (dotted field, value) overrides of the scenario.
 Overrides = tuple[tuple[str, Any], ...]

@@ -18,6 +18,7 @@ import numpy as np
 from sim.model.model_error import widen
 from sim.studies.serving.paired_metrics import METRICS
 from sim.studies.serving.sequential import SETTLED_SE, precise
+from sim.uncertainty.interval import INTERVAL_LABEL
 
 __all__ = [
     "DRAW_NOISE_SHARE",
@@ -70,6 +71,11 @@ class IntervalSources(StrEnum):
     #: Neither two draws nor a Monte Carlo interval: no interval.
     NONE = "none"
 
+    @classmethod
+    def of(cls, value: str | None) -> IntervalSources:
+        """The sources a document's ``*sources`` value names (None, absent: ``INPUTS``)."""
+        return cls(value) if value else cls.INPUTS
+
     @property
     def label(self) -> str:
         """The words a report puts before the interval."""
@@ -82,7 +88,7 @@ class IntervalSources(StrEnum):
 
 
 _LABELS = {
-    IntervalSources.INPUTS: "90% interval from inputs and model",
+    IntervalSources.INPUTS: INTERVAL_LABEL,
     IntervalSources.MONTE_CARLO: (
         "90% interval without the inputs' spread: the Monte Carlo 95% and the model error "
         "(fewer than 2 draws answered)"

@@ -144,8 +144,8 @@ class DrawnPoints:
         plans found but drew none of: ``draws`` 0, or every draw ruled out): False, the
         Monte Carlo interval holds the inputs' spread, none (draw_intervals.py
         ``sources90``)."""
-        sampled = getattr(self.evaluator.builder, "sampled", None)
-        return bool(self.draws) or bool(sampled is not None and sampled.inputs)
+        plans = self.evaluator.builder
+        return bool(self.draws) or (isinstance(plans, ScenarioPlans) and bool(plans.sampled.inputs))
 
     @property
     def replications_run(self) -> int:

@@ -11,7 +11,7 @@ name, when specsim has one). k is the draft length every figure was measured at
 (sim/calibration/server_match.py ``measured_num_steps``): the report's own is
 (accept length - 1) / draft acceptance rate. Only the kind comes from the report: the
 drafter's size still comes from the user's files (``--draft-config``, ``--draft-params``)
-or the target's config.json, as for ``--drafter`` (sim/calibration/init_scenario.py).
+or the target's config.json, as for ``--drafter`` (sim/calibration/init_drafter.py).
 """
 
 from __future__ import annotations

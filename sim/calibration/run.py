@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sim.calibration.calibrate import calibrate
-from sim.calibration.init_scenario import InitRequest, InitScenario, init_and_calibrate
+from sim.calibration.init_calibrate import init_and_calibrate
+from sim.calibration.init_request import InitRequest, InitScenario
 from sim.calibration.inputs import CalibrationInputs, imported_summary, read_inputs
 from sim.calibration.load_fit import LoadFit, fit_load_sweep
 from sim.calibration.load_record import record_load_fit
@@ -136,7 +137,7 @@ def run_init(
     req: InitRequest, inputs: CalibrationInputs, *, prefer: str | None = None
 ) -> tuple[InitScenario, Calibration | None, LoadFit | None]:
     """``specsim init`` as one call: the scenario ``req`` describes and, with figures among
-    ``inputs``, its calibration to them (sim/calibration/init_scenario.py), with the
+    ``inputs``, its calibration to them (sim/calibration/init_calibrate.py), with the
     per-request spread written in and, with load sweeps, the batched terms fitted over it
     as ``calibrate --load-sweep`` fits them (``load_sweep_into``)."""
     data, files = read_inputs(inputs, inputs.num_steps)

@@ -195,7 +195,7 @@ def init_command(
     """
     # lazy: the library is imported when the command runs, not for --help (start-up)
     from sim.calibration.init_job import init_job, job_csv_path
-    from sim.calibration.init_scenario import InitRequest
+    from sim.calibration.init_request import InitRequest
     from sim.calibration.inputs import CalibrationInputs
     from sim.calibration.run import run_init
     from sim.cli.calibrate import MIN_REL_ERROR

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-from sim.calibration.init_scenario import InitScenario
+from sim.calibration.init_request import InitScenario
 from sim.calibration.result import Calibration
 from sim.errors import SpecsimError
 from sim.report.calibrate import calibrated_toml

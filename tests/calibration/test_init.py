@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sim.calibration.hf_config import read_hf_config
-from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.calibration.init_request import InitRequest
+from sim.calibration.init_scenario import init_scenario
 from sim.errors import SpecsimError
 from sim.report.init import init_toml
 
@@ -384,7 +385,7 @@ def _qwen3_235b_server(tmp_path: Path, spec_tok_s: float):
 
 def _qwen3_235b_init(tmp_path: Path, spec_tok_s: float):
     """(the scenario init writes, its calibration) of ``_qwen3_235b_server``."""
-    from sim.calibration.init_scenario import init_and_calibrate
+    from sim.calibration.init_calibrate import init_and_calibrate
     from sim.calibration.measurements import BaselinePoint, Measurements, SpecPoint
 
     config = str(_write(tmp_path, QWEN3_235B))
@@ -464,7 +465,7 @@ def test_a_derived_moe_verify_carries_the_expert_reads_range(tmp_path: Path) -> 
     speculative tok/s."""
     from sim.binding.bind import closed_form_tok_s, pass_times
     from sim.binding.bound import bind
-    from sim.calibration.init_scenario import init_and_calibrate
+    from sim.calibration.init_calibrate import init_and_calibrate
     from sim.calibration.measurements import BaselinePoint, Measurements
     from sim.scenario.overrides import with_overrides
 

@@ -18,7 +18,8 @@ from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
 from sim.binding.kv_capacity import server_memory
 from sim.binding.provenance import assumptions
-from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.calibration.init_request import InitRequest
+from sim.calibration.init_scenario import init_scenario
 from sim.cli import main
 from sim.hardware.gpus import gpu_preset
 from sim.scenario.overrides import with_overrides

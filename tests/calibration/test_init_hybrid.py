@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sim.calibration.hf_config import read_hf_config
-from sim.calibration.init_scenario import InitRequest, InitScenario, init_scenario
+from sim.calibration.init_request import InitRequest, InitScenario
+from sim.calibration.init_scenario import init_scenario
 from sim.errors import SpecsimError
 
 #: A small Qwen3-Next-style config (the fields read): 8 layers, every 4th full attention.

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from sim.binding.kv_capacity import kv_capacity
-from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.calibration.init_request import InitRequest
+from sim.calibration.init_scenario import init_scenario
 from sim.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "configs"

@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from sim.calibration.hf_config import HfModel, read_hf_config
-from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.calibration.init_request import InitRequest
+from sim.calibration.init_scenario import init_scenario
 from sim.cli import main
 from sim.errors import SpecsimError
 from tests.calibration.test_init_hybrid import SMALL_NEXT

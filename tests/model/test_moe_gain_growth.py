@@ -20,7 +20,8 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.serving import serving_cost
-from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.calibration.init_request import InitRequest
+from sim.calibration.init_scenario import init_scenario
 from sim.hardware.batched import SLOPE_RANGE
 from sim.hardware.experts import (
     PAIR_FLOP_EFFICIENCY,

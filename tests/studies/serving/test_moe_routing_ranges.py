@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from sim.binding.bound import bind
-from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.calibration.init_request import InitRequest
+from sim.calibration.init_scenario import init_scenario
 from sim.cli import main
 from sim.hardware.experts import (
     PAIR_FLOP_EFFICIENCY,

@@ -19,15 +19,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from sim.hardware.pass_model import (
-    MeasuredTimes,
-    ModelDims,
-    PassInputs,
-    PassModel,
-    PointSpec,
-    hardware_points,
-    pass_model,
-)
+from sim.hardware.hardware_points import hardware_points
+from sim.hardware.pass_inputs import MeasuredTimes, ModelDims, PassInputs, PointSpec
+from sim.hardware.pass_model import PassModel, pass_model
 from sim.hardware.passes import HardwarePoint, PassMemo
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import settings
 
 from sim.binding.decompose import scenario_hardware
-from sim.hardware.batched import PassPhysics
+from sim.hardware.pass_physics import PassPhysics
 from sim.scenario.schema import Scenario
 
 # No per-example deadline: a shared CI machine can stall any example past Hypothesis's

@@ -26,8 +26,10 @@ from sim.scenario.schema import Scenario
 from sim.scenario.sections.timing import TimingPoint
 
 if TYPE_CHECKING:
-    from sim.hardware.batched import BatchedPass, MeasuredPass, PassTerms
+    from sim.hardware.batched import BatchedPass
     from sim.hardware.pass_model import PassModel
+    from sim.hardware.pass_physics import MeasuredPass
+    from sim.hardware.pass_terms import PassTerms
     from sim.hardware.passes import HardwarePoint
     from sim.model.batched_cost import IterationCost
     from sim.model.tree.rates import Shares
@@ -61,7 +63,7 @@ def measured_passes(
     context, default ``timing.context_tokens``). Both are read the same way: a pass of
     ``batch`` sequences of m tokens each (sim/model/batched_cost.py ``pass_load``)."""
     # lazy: serving only
-    from sim.hardware.batched import MeasuredPass
+    from sim.hardware.pass_physics import MeasuredPass
     from sim.model.batched_cost import pass_load
 
     scenario, passes, k = bound.scenario, bound.passes, bound.num_steps
@@ -172,7 +174,7 @@ def serving_cost(
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     ``terms``: the passes' token-count terms, shared with the other costs its caller builds
-    (sim/hardware/batched.py ``PassTerms``; None: a table for this cost).
+    (sim/hardware/pass_terms.py ``PassTerms``; None: a table for this cost).
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
     the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
@@ -190,15 +192,13 @@ def serving_cost(
     ``bound.passes``): nothing is decomposed again here.
     """
     # lazy: serving only
-    from sim.hardware.batched import (
-        DEFAULT_SLOPE,
-        BatchedPass,
-        PassPhysics,
-        PassTerms,
-        calibrated_pass,
-    )
+    from sim.hardware.batched import BatchedPass
+    from sim.hardware.calibrated_pass import calibrated_pass
+    from sim.hardware.compute_curve import DEFAULT_SLOPE
     from sim.hardware.expert_reads import expert_kernel
     from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
+    from sim.hardware.pass_physics import PassPhysics
+    from sim.hardware.pass_terms import PassTerms
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 

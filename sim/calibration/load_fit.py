@@ -90,8 +90,10 @@ from sim.binding.serving import scenario_serving_cost
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.errors import SpecsimError
-from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE, PassTerms
+from sim.hardware.batched import SLOPE_RANGE
+from sim.hardware.compute_curve import DEFAULT_SLOPE
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
+from sim.hardware.pass_terms import PassTerms
 from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, SGLANG_SPEC_FACTOR, US_PER_REQUEST_RANGE
@@ -382,7 +384,7 @@ def predicted_tpot_ms(
     with its own job (``LoadPoint.job``) replayed through the same iteration cost
     (sim/calibration/run_job.py), the others by the closed form at their mean context.
     ``model``: the bound scenario (a scenario is bound here). ``terms``: the batched
-    passes' token-count terms and the batch-1 hardware answers (sim/hardware/batched.py
+    passes' token-count terms and the batch-1 hardware answers (sim/hardware/pass_terms.py
     ``PassTerms``, its ``passes`` memo) of the fit that asks at every step (None: the
     bound scenario's own); pure functions of frozen inputs, so the numbers are the same
     with or without them. A fit asking at many serving values binds ``TpotModel`` once."""

@@ -44,7 +44,7 @@ from sim.calibration.load_fit import (
 )
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.run_job import RunJob
-from sim.hardware.batched import PassTerms
+from sim.hardware.pass_terms import PassTerms
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.calibrated_on import CalibrationFigure

@@ -16,7 +16,7 @@ A decode pass's efficiency (measured or assumed) is the share of peak of the WHO
 (attention, dense weights, launch gaps, small all-reduces); it does not describe these
 reads, which run near peak (docs/studies/moe-verify-reads.md gives the sources and the
 range). The batched passes price their expert union through the same kernel
-(sim/hardware/batched.py ``PassPhysics.moe_kernel``).
+(sim/hardware/pass_physics.py ``PassPhysics.moe_kernel``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Memoised by an owner: a pass's calibrated compute, its composition and the per-k
 cost that a measured ungraphed pass fixes are pure functions of frozen inputs (the pass
 shape, the hardware point, the geometry and the times). A ``PassMemo`` keeps them for
 whoever holds it: a pass model its own (``PassModel.memo``), a study one for every
-scenario it binds (sim/hardware/batched.py ``PassTerms.passes``: a serving study's draws
+scenario it binds (sim/hardware/pass_terms.py ``PassTerms.passes``: a serving study's draws
 at every load and k ask the same questions of the hardware model over and over), a fit
 one for every trial scenario (sim/calibration/calibrate.py: the base's model's, passed
 to the timing fit's residuals; sim/calibration/load_fit.py: one a load fit). Without

@@ -17,7 +17,7 @@ from typing import Any
 
 from sim.binding.bound import Bound, bind
 from sim.errors import SpecsimError
-from sim.hardware.batched import PassTerms
+from sim.hardware.pass_terms import PassTerms
 from sim.model.cycle import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
@@ -55,7 +55,7 @@ class PointTask:
     point: dict[str, Any] | None = None
     #: The token-count terms a serving point's passes share with the sweep's other points
     #: run in the same process, and every point's hardware answers (``PassTerms.passes``)
-    #: (sim/hardware/batched.py; a worker's copies share one).
+    #: (sim/hardware/pass_terms.py; a worker's copies share one).
     terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
 

@@ -68,7 +68,8 @@ def _host_work_range(scenario: Scenario) -> DefaultRange | None:
 
 
 def _kernel_slope_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE  # lazy: serving only
+    from sim.hardware.batched import SLOPE_RANGE  # lazy: serving only
+    from sim.hardware.compute_curve import DEFAULT_SLOPE  # lazy: serving only
 
     low, high = SLOPE_RANGE
     why = (

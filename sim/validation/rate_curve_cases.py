@@ -22,7 +22,7 @@ from scipy import optimize
 from sim.binding.bound import bind
 from sim.calibration.load_fit import predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
-from sim.hardware.batched import PassTerms
+from sim.hardware.pass_terms import PassTerms
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict

@@ -10,17 +10,12 @@ import pytest
 
 from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
-from sim.hardware.batched import (
-    GEMM_FLOP_EFFICIENCY,
-    BatchedPass,
-    ComputeCurve,
-    MeasuredPass,
-    PassPhysics,
-    PassTerms,
-    calibrated_pass,
-    padded_shape,
-)
+from sim.hardware.batched import GEMM_FLOP_EFFICIENCY, BatchedPass
+from sim.hardware.calibrated_pass import calibrated_pass
+from sim.hardware.compute_curve import ComputeCurve
 from sim.hardware.experts import FusedMoeKernel
+from sim.hardware.pass_physics import MeasuredPass, PassPhysics, padded_shape
+from sim.hardware.pass_terms import PassTerms
 from sim.hardware.passes import PassShape, pass_schedule
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
@@ -258,7 +253,7 @@ def test_copies_of_one_table_received_by_a_process_are_one_table():
     table are one table in the receiving process (its later tasks reuse the terms its
     earlier ones computed), other owners' tables are others, and at most
     ``RECEIVED_TABLES`` owners are kept there (the oldest dropped)."""
-    from sim.hardware.batched import RECEIVED_TABLES
+    from sim.hardware.pass_terms import RECEIVED_TABLES
 
     point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
     terms = PassTerms()
@@ -280,7 +275,7 @@ def test_a_table_keeps_a_studys_draws_and_drops_its_oldest_physics_when_full(mon
     a table keeps every one of them (well over the 54 physics of a default crossover's
     nine scenarios) and drops its oldest physics only when a new one would start above
     ``SHARED_PHYSICS`` physics or ``SHARED_TERMS`` entries in all."""
-    import sim.hardware.batched as batched
+    import sim.hardware.pass_terms as pass_terms
 
     point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
     terms = PassTerms()
@@ -290,7 +285,7 @@ def test_a_table_keeps_a_studys_draws_and_drops_its_oldest_physics_when_full(mon
     assert all(
         calibrated_pass(p.physics, point, terms=terms)._per_tokens is p._per_tokens for p in passes
     )
-    monkeypatch.setattr(batched, "SHARED_TERMS", sum(len(p._per_tokens) for p in passes))
+    monkeypatch.setattr(pass_terms, "SHARED_TERMS", sum(len(p._per_tokens) for p in passes))
     calibrated_pass(physics(SEED, kv=1000.0), point, terms=terms)  # drops the oldest only
     assert (777, None) not in calibrated_pass(passes[0].physics, point, terms=terms)._per_tokens
     kept = calibrated_pass(passes[-1].physics, point, terms=terms)
@@ -300,7 +295,7 @@ def test_a_table_keeps_a_studys_draws_and_drops_its_oldest_physics_when_full(mon
 def test_a_physics_key_refuses_arrays():
     """The shared table is keyed by the physics' repr, exact for its dataclasses and
     pydantic models; an array's repr may elide its middle, so one is refused."""
-    from sim.hardware.batched import physics_key
+    from sim.hardware.pass_terms import physics_key
 
     p = physics(SEED)
     assert physics_key(p) == physics_key(dataclasses.replace(p))
@@ -403,7 +398,7 @@ def test_a_tables_key_prints_each_hardware_point_once_and_still_tells_them_apart
     of printing a physics): the key is the one printed afresh, equal physics on distinct
     but equal hardware objects share a table, and a physics on other hardware (another
     launch cost) gets its own after the first's repr was kept."""
-    from sim.hardware.batched import physics_key
+    from sim.hardware.pass_terms import physics_key
 
     point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
     p, q = physics(SEED, kv=70_272.0), physics(SEED, kv=70_272.0)

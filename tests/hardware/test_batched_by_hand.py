@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.hardware.batched import BatchedPass, ComputeCurve
+from sim.hardware.batched import BatchedPass
+from sim.hardware.compute_curve import ComputeCurve
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, decode_physics
 

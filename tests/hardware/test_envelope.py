@@ -98,7 +98,7 @@ def test_an_array_on_one_segment_is_each_value_alone(lines, x, spread):
 def test_a_compute_curve_between_its_points_is_the_interpolation():
     """All work inside the points: ``ComputeCurve.at`` is the interpolation, the same
     bits as value by value (which go through the points' ends too)."""
-    from sim.hardware.batched import ComputeCurve
+    from sim.hardware.compute_curve import ComputeCurve
 
     curve = ComputeCurve(np.array([1.0, 2.5, 4.0]), np.array([3.0, 5.0, 9.5]))
     rng = np.random.default_rng(7)
@@ -110,7 +110,7 @@ def test_a_compute_curve_outside_its_points_is_each_end_line():
     """All work below the first point (a small batch's drafter pass) or beyond the last
     (a large batch): ``ComputeCurve.at`` takes that end's line alone, the same bits as
     value by value and as the values mixed with others."""
-    from sim.hardware.batched import ComputeCurve
+    from sim.hardware.compute_curve import ComputeCurve
 
     rng = np.random.default_rng(11)
     below, beyond, inside = rng.uniform(0.0, 0.99, 40), rng.uniform(4.01, 9.0, 40), [2.0]

@@ -8,7 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim.hardware.batched import BatchedPass, ComputeCurve
+from sim.hardware.batched import BatchedPass
+from sim.hardware.compute_curve import ComputeCurve
 from sim.model.batched_cost import pass_load
 from tests.conftest import SEED
 from tests.hardware.test_batched import physics

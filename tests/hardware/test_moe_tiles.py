@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from sim.hardware.batched import BatchedPass, ComputeCurve
+from sim.hardware.batched import BatchedPass
+from sim.hardware.compute_curve import ComputeCurve
 from sim.hardware.experts import (
     TILE_FLOOR_ROWS,
     FusedMoeKernel,

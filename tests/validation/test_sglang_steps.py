@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.hardware.batched import BatchedPass, ComputeCurve, PassPhysics
+from sim.hardware.batched import BatchedPass
+from sim.hardware.compute_curve import ComputeCurve
+from sim.hardware.pass_physics import PassPhysics
 from sim.scenario.load import load_scenario
 from sim.validation.data_files import read_table
 from sim.validation.sglang_steps import (

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
-from sim.hardware.batched import PassTerms
+from sim.hardware.pass_terms import PassTerms
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor, longest_first
 from sim.scenario.overrides import pin_verify_tokens, with_overrides
@@ -111,7 +111,7 @@ class ScenarioPlans:
     #: what those were conditioned on, made once from the bound scenario as loaded
     #: (sim/uncertainty/perturb.py ``input_draws``); empty: none.
     sampled: InputDraws = field(default_factory=InputDraws)
-    #: The token-count terms of every plan's passes (sim/hardware/batched.py
+    #: The token-count terms of every plan's passes (sim/hardware/pass_terms.py
     #: ``PassTerms``): the plans of a study at each load and k meet the same prompt
     #: lengths again. Pickled as its owner's name: a worker's tasks share one table.
     terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
@@ -231,7 +231,7 @@ def run_points(tasks: Sequence[PointTask]) -> list[PolicyPoint]:
     """``run_point`` of each task in turn, in this process: one unit of a pool's work.
     A drawn scenario binds physics of its own (kernels per layer, expert skew), whose
     pass terms every prompt length computes again in each process that meets it
-    (sim/hardware/batched.py ``PassTerms``): its points sent as one unit compute them in
+    (sim/hardware/pass_terms.py ``PassTerms``): its points sent as one unit compute them in
     one worker instead of in every one (``DrawnPoints.ensure``). The points are those
     each task gives alone (every replication carries its own seed)."""
     return [run_point(task) for task in tasks]

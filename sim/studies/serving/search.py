@@ -43,7 +43,7 @@ import numpy as np
 
 from sim.binding.bound import Bound, bind
 from sim.errors import SpecsimError
-from sim.hardware.batched import PassTerms
+from sim.hardware.pass_terms import PassTerms
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import Acceptance, TreeAcceptance
@@ -209,7 +209,7 @@ class ServingStats:
     load: Load
     base_dir: str | None = None
     _plans: dict[str, ServingPlan] = field(default_factory=dict, repr=False, compare=False)
-    #: The token-count terms the plans' passes share (sim/hardware/batched.py).
+    #: The token-count terms the plans' passes share (sim/hardware/pass_terms.py).
     _terms: PassTerms = field(default_factory=PassTerms, repr=False, compare=False)
 
     def plan(self, scenario: Scenario) -> ServingPlan:

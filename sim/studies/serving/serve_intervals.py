@@ -68,7 +68,7 @@ def serve_intervals(
     least of them: fewer than two draws answering one metric makes it Monte Carlo), and
     ``sources`` gives it where that is not the inputs' draws."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
-    from sim.hardware.batched import PassTerms
+    from sim.hardware.pass_terms import PassTerms
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
     from sim.studies.serving.paired_metrics import gain, level, policy_point, replication_values

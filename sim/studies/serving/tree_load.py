@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from sim.binding.bind import draft_binding
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
-from sim.hardware.batched import PassTerms
+from sim.hardware.pass_terms import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
 from sim.model.tree import Tree

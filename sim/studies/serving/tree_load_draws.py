@@ -122,7 +122,7 @@ def drawn_ratios(
     any worker count."""
     # lazy: the serving setup only when tree-load draws
     from sim.binding.bound import bind
-    from sim.hardware.batched import PassTerms
+    from sim.hardware.pass_terms import PassTerms
     from sim.scenario.overrides import with_overrides
     from sim.simulation.serving.setup import serving_setup, with_load
 

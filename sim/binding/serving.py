@@ -528,7 +528,7 @@ def scenario_serving_cost(
     own KV bytes when given; ``speculative``, ``max_beams`` and ``terms`` as
     ``serving_cost`` takes them. Errors name ``source`` (the scenario's file). What a
     serving plan's cost is (``serving_model``), and what a load fit's every step prices
-    again with its serving terms (sim/calibration/load_fit.py ``TpotModel``)."""
+    again with its serving terms (sim/calibration/tpot_model.py ``TpotModel``)."""
     spec = bound.scenario.model
     reference, _ = reference_context(bound.scenario, source)
     try:

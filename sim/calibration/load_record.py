@@ -35,15 +35,11 @@ from scipy.linalg import block_diag
 from scipy.optimize import least_squares
 
 from sim.binding.bound import bind
-from sim.calibration.load_fit import (
-    BOUNDS,
-    SCALES,
-    LoadFit,
-    TpotModel,
-    tpot_sigma_ms,
-)
+from sim.calibration.load_fit_result import LoadFit
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.load_terms import BOUNDS, SCALES
 from sim.calibration.run_job import RunJob
+from sim.calibration.tpot_model import TpotModel, tpot_sigma_ms
 from sim.hardware.pass_terms import PassTerms
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario

@@ -13,7 +13,8 @@ from sim.calibration.calibrate import calibrate
 from sim.calibration.init_calibrate import init_and_calibrate
 from sim.calibration.init_request import InitRequest, InitScenario
 from sim.calibration.inputs import CalibrationInputs, imported_summary, read_inputs
-from sim.calibration.load_fit import LoadFit, fit_load_sweep
+from sim.calibration.load_fit import fit_load_sweep
+from sim.calibration.load_fit_result import LoadFit
 from sim.calibration.load_record import record_load_fit
 from sim.calibration.load_sweep import read_load_sweep
 from sim.calibration.result import Calibration

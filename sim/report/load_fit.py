@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import textwrap
 
-from sim.calibration.load_fit import HOST_FIELD, SPEC_FIELD, LoadFit
+from sim.calibration.load_fit_result import LoadFit
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.load_terms import HOST_FIELD, SPEC_FIELD
 from sim.report.screen import WIDTH, fit_width
 
 __all__ = ["format_load_fit", "jobs_line", "outside_lines"]

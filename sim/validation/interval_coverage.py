@@ -7,7 +7,7 @@ A truth is a server drawn from the ranges specsim itself says it does not know:
   its ``[uncertainty]`` entries, the decay prior, the shape's tilt, the default host work
   per request over its published range), and
 * the batched cost terms a load sweep calibration carries as ranges when it cannot identify
-  them (sim/calibration/load_fit.py ``PLAUSIBLE``: the host work per request, the kernel
+  them (sim/calibration/load_terms.py ``PLAUSIBLE``: the host work per request, the kernel
   slope beyond the measured points, the expert skew of an MoE target),
 
 one scrambled Sobol point per truth (``draw_inputs`` at the truth's own seed). Its
@@ -45,8 +45,9 @@ import numpy as np
 
 from sim.binding.bound import bind
 from sim.binding.inputs import UncertainInput, draw_inputs
-from sim.calibration.load_fit import PLAUSIBLE, fit_load_sweep
+from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.load_terms import PLAUSIBLE
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario

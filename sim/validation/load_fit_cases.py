@@ -14,8 +14,9 @@ terms at their defaults (no load sweep).
 
 from __future__ import annotations
 
-from sim.calibration.load_fit import fit_load_sweep, predicted_tpot_ms
+from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.tpot_model import predicted_tpot_ms
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
 from sim.validation.kimi_rtx6kpro_cases import kimi_scenario

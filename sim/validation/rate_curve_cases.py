@@ -20,8 +20,8 @@ from typing import Any
 from scipy import optimize
 
 from sim.binding.bound import bind
-from sim.calibration.load_fit import predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.tpot_model import predicted_tpot_ms
 from sim.hardware.pass_terms import PassTerms
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario

@@ -23,7 +23,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sim.calibration.load_fit import fit_load_sweep, predicted_tpot_ms
+from sim.calibration.load_fit import fit_load_sweep
+from sim.calibration.tpot_model import predicted_tpot_ms
 from sim.model.model_error import Z90, gain_sigma, load_distance
 from sim.validation.kimi_rtx6kpro_cases import kimi_scenario
 from sim.validation.load_fit_cases import SCORED_LOADS, _points

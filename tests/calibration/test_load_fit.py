@@ -6,17 +6,10 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import pass_times, scenario_rates
-from sim.calibration.load_fit import (
-    HOST_FIELD,
-    REL_FLOOR,
-    SKEW_FIELD,
-    SLOPE_FIELD,
-    SPEC_FIELD,
-    TpotModel,
-    fit_load_sweep,
-    predicted_tpot_ms,
-)
+from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.load_terms import HOST_FIELD, REL_FLOOR, SKEW_FIELD, SLOPE_FIELD, SPEC_FIELD
+from sim.calibration.tpot_model import TpotModel, predicted_tpot_ms
 from sim.hardware.batched import SLOPE_RANGE
 from sim.model.cycle import cycle_cost
 from sim.model.host_work import SGLANG_SPEC_FACTOR

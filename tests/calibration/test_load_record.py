@@ -7,14 +7,7 @@ import tomllib
 import numpy as np
 import pytest
 
-from sim.calibration.load_fit import (
-    HOST_FIELD,
-    SLOPE_FIELD,
-    SPEC_FIELD,
-    fit_load_sweep,
-    predicted_tpot_ms,
-    tpot_sigma_ms,
-)
+from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_record import (
     conditioning,
     figure_of,
@@ -25,6 +18,8 @@ from sim.calibration.load_record import (
     refit_terms,
 )
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.load_terms import HOST_FIELD, SLOPE_FIELD, SPEC_FIELD
+from sim.calibration.tpot_model import predicted_tpot_ms, tpot_sigma_ms
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides

@@ -8,15 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from sim.calibration.load_fit import (
-    SLOPE_FIELD,
-    TpotModel,
-    fit_load_sweep,
-    predicted_tpot_ms,
-)
+from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_record import figure_of, point_of, record_load_fit, recorded_refit
 from sim.calibration.load_sweep import LoadPoint, parse_load_sweep
+from sim.calibration.load_terms import SLOPE_FIELD
 from sim.calibration.run_job import RunJob, closed_loop_workers
+from sim.calibration.tpot_model import TpotModel, predicted_tpot_ms
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 

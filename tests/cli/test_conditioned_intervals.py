@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import sim.calibration.run as calibration_run
-from sim.calibration.load_fit import HOST_FIELD, SLOPE_FIELD
+from sim.calibration.load_terms import HOST_FIELD, SLOPE_FIELD
 from sim.cli import main
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides

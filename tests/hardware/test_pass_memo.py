@@ -17,8 +17,9 @@ import sim.binding.decompose as decompose
 import sim.hardware.launch as launch
 import sim.hardware.passes as passes
 from sim.binding.bound import bind
-from sim.calibration.load_fit import fit_load_sweep, predicted_tpot_ms
+from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.tpot_model import predicted_tpot_ms
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.hardware.eager import calibrate_kernel_us

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.calibration.load_fit import predicted_tpot_ms
+from sim.calibration.tpot_model import predicted_tpot_ms
 from sim.validation import serving_data as pub
 from sim.validation.rate_curve_cases import (
     CALIBRATION_QPS,

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sim.calibration.hf_config import Derived, HfModel, hf_model_of
+from sim.calibration.hf_config import HfModel, hf_model_of
+from sim.calibration.hf_fields import Derived
 from sim.calibration.kv_cache_dtype import KvCache
 from sim.errors import SpecsimError
 

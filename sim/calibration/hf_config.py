@@ -38,35 +38,43 @@ none. A hybrid's ``layer_params`` is the mean over its layers of the two mixers
 (``gated_delta_net_params`` for a linear layer; a full-attention layer's q_proj twice as
 wide with ``attn_output_gate``, the gate) and the MLP they share; an MTP module's layer is a
 full-attention layer (``HfModel.full_attention_layer_params``).
+Its parts: the file read and its fields checked (sim/calibration/hf_fields.py), the bytes
+a weight (sim/calibration/hf_weight_bytes.py), a hybrid's linear layers
+(sim/calibration/hybrid_layers.py), the layouts refused (sim/calibration/decoder_checks.py).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sim.calibration import checkpoint_modules as names
+from sim.calibration.decoder_checks import (
+    IMPLICIT_SHARED_EXPERT,
+    check_decoder_only,
+    check_moe_layout,
+)
+from sim.calibration.hf_fields import (
+    Derived,
+    config_int,
+    language_config,
+    quantized_part,
+    read_json,
+)
+from sim.calibration.hf_weight_bytes import checkpoint_weight_bytes
+from sim.calibration.hybrid_layers import (
+    conv_state,
+    gated_delta_net_params,
+    linear_flags,
+    linear_layers,
+    recurrent_state_bytes,
+)
 from sim.calibration.kv_cache_dtype import KvCache, bytes_text, kv_cache_of
-from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER, Width, read_layout
-from sim.calibration.weight_bytes import LayerWeights, layout_bytes, mtp_module_bytes
+from sim.calibration.quant_layout import LM_HEAD, ROUTED, ROUTER
+from sim.calibration.weight_bytes import LayerWeights
 from sim.errors import SpecsimError
-from sim.files import json_depth, read_bounded_text
-
-#: Bytes per parameter by ``torch_dtype``.
-DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0, "float8_e4m3fn": 1.0}
-#: What a config.json without a dtype init reads is told: the ones it reads.
-NO_DTYPE_HINT = f": specsim init reads {', '.join(DTYPE_BYTES)} (the checkpoint's own)"
-
-
-@dataclass(frozen=True, slots=True)
-class Derived:
-    """One value with where it came from (``config.json: num_hidden_layers``)."""
-
-    value: Any
-    origin: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,393 +102,6 @@ class HfModel:
 
     def get(self, name: str) -> Any:
         return self.values[name].value
-
-
-#: Deepest nesting of a config.json read (a real one nests two or three levels).
-MAX_CONFIG_DEPTH = 32
-
-#: The largest count or dimension a config.json field read here can hold (the largest
-#: published are vocabularies of some 260k and FFN widths of some 100k): a value above it
-#: is not a model's, and would overflow the parameter counts.
-MAX_CONFIG_INT = 2**24
-
-#: Fields a model cannot have zero of (the head count divides the hidden size).
-_POSITIVE = frozenset(
-    {"num_hidden_layers", "n_layer", "num_layers", "hidden_size", "n_embd", "d_model",
-     "num_attention_heads", "n_head", "vocab_size"}
-)  # fmt: skip
-
-
-def _int(cfg: dict[str, Any], *names: str, source: str, required: bool = True) -> int | None:
-    for name in names:
-        value = cfg.get(name)
-        if value is not None:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise SpecsimError(
-                    f"must be a non-negative integer, got {value!r}", source=source, field=name
-                )
-            if value > MAX_CONFIG_INT or (value == 0 and name in _POSITIVE):
-                low = 1 if name in _POSITIVE else 0
-                got = (
-                    value if value.bit_length() < 64 else f"an integer of {len(str(value))} digits"
-                )
-                raise SpecsimError(
-                    f"must be an integer from {low} to {MAX_CONFIG_INT:,}, got {got}",
-                    source=source,
-                    field=name,
-                )
-            return value
-    if required:
-        raise SpecsimError(
-            "missing: specsim init cannot derive the model without it",
-            source=source,
-            field=names[0],
-        )
-    return None
-
-
-def _first(cfg: dict[str, Any], *names: str) -> str | None:
-    return next((n for n in names if cfg.get(n) is not None), None)
-
-
-def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
-    """Bytes a weight of unquantized ``cfg`` (named ``where`` in the origin): its
-    ``torch_dtype``/``dtype``."""
-    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
-    return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
-
-
-#: The unquantized weights' dtype of an mxfp4 checkpoint that states none (gpt-oss's
-#: config.json states no torch_dtype): bfloat16, the dtype its non-expert tensors are
-#: published in (openai/gpt-oss-120b model card: "MXFP4 for the MoE weights, BF16 the rest").
-MXFP4_UNSTATED_DTYPE = "bfloat16"
-
-
-def _weight_bytes(
-    raw: dict[str, Any],
-    cfg: dict[str, Any],
-    where: str,
-    source: str,
-    weights: LayerWeights,
-    unstated_bytes: Derived | None,
-    mtp: tuple[float, float] | None = None,
-) -> tuple[dict[str, Derived], tuple[float, str] | None]:
-    """``weight_bytes_per_param`` (and, for a MoE stored at mixed widths, its
-    ``expert_bytes_per_param``): the ``quantization_config`` at the top level, else the
-    language model's; its unquantized weights at the language model's dtype, else the top
-    level's (a nested config may state it either side). With ``mtp`` (an MTP module's active
-    routed-expert and eh_proj parameters) and a quantization read by layout, also
-    ``mtp_module_bytes``'s (else None)."""
-    quant_cfg, quant_where = (raw, "config.json") if "quantization_config" in raw else (cfg, where)
-    quant = quant_cfg.get("quantization_config")
-    if not isinstance(quant, dict):
-        stated = "quantization_config" in raw or _first(raw, "torch_dtype", "dtype") is not None
-        unstated = _first(cfg, "torch_dtype", "dtype") is None
-        if unstated_bytes is not None and not stated and unstated:
-            return {"weight_bytes_per_param": unstated_bytes}, None
-        if "quantization_config" in raw or unstated:
-            return {"weight_bytes_per_param": _bytes_per_param(raw, source)}, None
-        return {"weight_bytes_per_param": _bytes_per_param(cfg, source, where)}, None
-    own = _first(cfg, "torch_dtype", "dtype") is not None
-    dtype_cfg, dtype_where = (cfg, where) if own else (raw, "config.json")
-    stated = _first(dtype_cfg, "torch_dtype", "dtype") is not None
-    if not stated and unstated_bytes is not None:
-        dense = Width(unstated_bytes.value, unstated_bytes.origin)
-    elif not stated and str(quant.get("quant_method", "")).lower() == "mxfp4":
-        dense = Width(
-            DTYPE_BYTES[MXFP4_UNSTATED_DTYPE],
-            f"{MXFP4_UNSTATED_DTYPE}: no torch_dtype; gpt-oss's unquantized weights as published",
-        )
-    else:  # stated, or none to stand in: _dtype then names the missing field
-        name, dtype = _dtype(dtype_cfg, ("torch_dtype", "dtype"), source, NO_DTYPE_HINT)
-        dense = Width(DTYPE_BYTES[dtype], f"{dtype_where}: {name} = {dtype}")
-    layout = read_layout(quant, dense, source)
-    weight, expert = layout_bytes(weights, layout, quant_where, source)
-    out = {"weight_bytes_per_param": Derived(*weight)}
-    if expert is not None:
-        out["expert_bytes_per_param"] = Derived(*expert)
-    module = mtp_module_bytes(weights, layout, dense, *mtp, source) if mtp else None
-    return out, module
-
-
-def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
-    """(the first of ``names`` the config sets, its dtype); SpecsimError naming the field
-    when none is set or the dtype is not one of ``DTYPE_BYTES`` (``hint`` ends the line)."""
-    name = _first(cfg, *names)
-    if name is None:
-        raise SpecsimError(
-            f"missing {names[0]} (or {', '.join(names[1:])}){hint}",
-            source=source,
-            field=names[0],
-        )
-    dtype = str(cfg[name])
-    if dtype not in DTYPE_BYTES:
-        raise SpecsimError(f"unknown dtype {dtype!r}{hint}", source=source, field=name)
-    return name, dtype
-
-
-#: The layer type of a linear-attention (Gated DeltaNet) layer in ``layer_types``.
-LINEAR_ATTENTION = "linear_attention"
-
-
-def linear_layers(cfg: dict[str, Any], layers: int, source: str) -> tuple[int, str]:
-    """(linear-attention layers, where the count comes from) of a config: the
-    ``"linear_attention"`` entries of ``layer_types``, else, with ``linear_num_value_heads``
-    and ``full_attention_interval`` n, every layer but each n-th (transformers'
-    ``Qwen3NextConfig``); 0 when neither says so."""
-    types = cfg.get("layer_types")
-    if types is not None:
-        if not isinstance(types, list) or len(types) != layers:
-            raise SpecsimError(
-                f"must be a list of the {layers} layers' types", source=source, field="layer_types"
-            )
-        return sum(t == LINEAR_ATTENTION for t in types), "layer_types"
-    interval = _int(cfg, "full_attention_interval", source=source, required=False)
-    if interval and cfg.get("linear_num_value_heads") is not None:
-        return layers - layers // interval, "full_attention_interval"
-    return 0, ""
-
-
-def linear_flags(cfg: dict[str, Any], layers: int) -> tuple[bool, ...]:
-    """Whether each layer is a linear-attention layer (``linear_layers``' rule, layer by
-    layer: ``layer_types``, else every layer but each ``full_attention_interval``-th)."""
-    types = cfg.get("layer_types")
-    if isinstance(types, list):
-        return tuple(t == LINEAR_ATTENTION for t in types)
-    interval = cfg.get("full_attention_interval")
-    assert isinstance(interval, int) and interval > 0  # (linear_layers counted them so)
-    return tuple((i + 1) % interval != 0 for i in range(layers))
-
-
-@dataclass(frozen=True, slots=True)
-class LinearHeads:
-    """A Gated DeltaNet layer's heads as its config gives them (``linear_num_key_heads``,
-    ``linear_key_head_dim``, ``linear_num_value_heads``, ``linear_value_head_dim``)."""
-
-    key_heads: int
-    key_dim: int
-    value_heads: int
-    value_dim: int
-
-
-def linear_heads(cfg: dict[str, Any], source: str) -> LinearHeads:
-    """``cfg``'s Gated DeltaNet heads; SpecsimError naming the first field missing or
-    malformed."""
-    names = (
-        "linear_num_key_heads",
-        "linear_key_head_dim",
-        "linear_num_value_heads",
-        "linear_value_head_dim",
-    )
-    values = []
-    for name in names:
-        value = _int(cfg, name, source=source)
-        assert value is not None  # (required: _int raised otherwise)
-        values.append(value)
-    return LinearHeads(*values)
-
-
-def recurrent_state_bytes(
-    cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
-) -> Derived:
-    """The ``linear`` Gated DeltaNet layers' recurrent state a request per rank:
-    ``linear x ceil(linear_num_value_heads / TP) x linear_value_head_dim x
-    linear_key_head_dim x`` the bytes of ``mamba_ssm_dtype`` (else the model's dtype)."""
-    h = linear_heads(cfg, source)
-    name, dtype = _dtype(cfg, ("mamba_ssm_dtype", "torch_dtype", "dtype"), source, "")
-    per_rank = max(math.ceil(h.value_heads / tensor_parallel), 1)
-    return Derived(
-        float(linear * per_rank * h.value_dim * h.key_dim * DTYPE_BYTES[dtype]),
-        f"derived: {linear} linear-attention layers x ceil(linear_num_value_heads / TP "
-        f"{tensor_parallel}) x linear_value_head_dim x linear_key_head_dim x "
-        f"{DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}), per rank; read and "
-        "written by every target pass",
-    )
-
-
-def gated_delta_net_params(cfg: dict[str, Any], hidden: int, source: str) -> float:
-    """A Gated DeltaNet layer's mixer weights (transformers' ``Qwen3NextGatedDeltaNet``,
-    vLLM's qwen3_next.py): in_proj_qkvz ``hidden x (2 x key heads x key dim + 2 x value
-    heads x value dim)``, in_proj_ba ``hidden x 2 x value heads``, out_proj ``value heads
-    x value dim x hidden``; the conv weights (channels x kernel), norms and gate vectors
-    (under 0.1%) left out."""
-    h = linear_heads(cfg, source)
-    value = h.value_heads * h.value_dim
-    key = h.key_heads * h.key_dim
-    return float(hidden * (2 * key + 2 * value) + hidden * 2 * h.value_heads + value * hidden)
-
-
-def conv_state(
-    cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
-) -> tuple[Derived, Derived]:
-    """The ``linear`` Gated DeltaNet layers' conv state a request per rank, as vLLM keeps
-    it (mamba_utils.py ``gated_delta_net_state_shape``: (kernel - 1 + k) positions x conv
-    channels / TP, the channels 2 x key heads x key dim + value heads x value dim, in the
-    model's dtype): (bytes a position of every layer's window, the window's positions in
-    plain decoding, ``linear_conv_kernel_dim - 1``)."""
-    h = linear_heads(cfg, source)
-    kernel = _int(cfg, "linear_conv_kernel_dim", source=source)
-    assert kernel is not None
-    if kernel < 2:
-        raise SpecsimError(
-            f"must be at least 2 (a causal convolution keeps kernel - 1 positions), got {kernel}",
-            source=source,
-            field="linear_conv_kernel_dim",
-        )
-    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, "")
-    channels = 2 * h.key_heads * h.key_dim + h.value_heads * h.value_dim
-    per_rank = math.ceil(channels / tensor_parallel)
-    return (
-        Derived(
-            float(linear * per_rank * DTYPE_BYTES[dtype]),
-            f"derived: {linear} linear-attention layers x ceil(conv channels {channels:,} / TP "
-            f"{tensor_parallel}) x {DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}; the "
-            "channels 2 x linear_num_key_heads x linear_key_head_dim + linear_num_value_heads "
-            "x linear_value_head_dim), a position of the conv window, per rank",
-        ),
-        Derived(
-            kernel - 1,
-            f"{where}: linear_conv_kernel_dim = {kernel}, minus 1: the conv window in plain "
-            "decoding (a server speculating k tokens keeps k more)",
-        ),
-    )
-
-
-def read_json(path: str | Path) -> dict[str, Any]:
-    """A config.json as a mapping; SpecsimError naming the file if it is not one."""
-    source = str(path)
-    text = read_bounded_text(path)  # a regular file of bounded size (SpecsimError)
-    if json_depth(text) > MAX_CONFIG_DEPTH:
-        raise SpecsimError(
-            f"not a config.json: nested deeper than {MAX_CONFIG_DEPTH}", source=source
-        )
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:  # not JSON, or an integer of more digits than Python reads
-        raise SpecsimError(f"not JSON: {str(exc)[:200]}", source=source) from None
-    if not isinstance(raw, dict):
-        raise SpecsimError("not a config.json object", source=source)
-    return raw
-
-
-#: ``model_type`` of targets whose layers are not attention-and-MLP blocks specsim derives:
-#: state-space (Mamba) or recurrent mixers, alone or beside attention layers (transformers'
-#: ``MambaConfig``, ``Mamba2Config``, ``FalconMambaConfig``, ``JambaConfig``, ``ZambaConfig``,
-#: ``Zamba2Config``, ``BambaConfig``, ``NemotronHConfig``, ``FalconH1Config``,
-#: ``GraniteMoeHybridConfig``, ``RwkvConfig``, ``RecurrentGemmaConfig``, ``xLSTMConfig``).
-#: Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5) are derived (``linear_layers``).
-UNMODELLED_MODEL_TYPES = frozenset(
-    {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h",
-     "falcon_h1", "granitemoehybrid", "rwkv", "recurrent_gemma", "xlstm"}
-)  # fmt: skip
-
-#: Architecture suffixes of models that do not decode text token by token (encoders,
-#: classifiers, reward models: transformers' ``*ForMaskedLM`` and the pooling heads).
-NON_GENERATIVE_SUFFIXES = (
-    "ForMaskedLM",
-    "ForSequenceClassification",
-    "ForTokenClassification",
-    "ForQuestionAnswering",
-    "ForRewardModel",
-)
-
-
-def check_decoder_only(raw: dict[str, Any], source: str) -> None:
-    """SpecsimError unless the config is of a decoder-only transformer: refused are
-    encoder-decoder models (``is_encoder_decoder`` true: T5, BART, Whisper), the
-    ``UNMODELLED_MODEL_TYPES`` (read at the top level and in ``text_config``) and
-    architectures ending in a ``NON_GENERATIVE_SUFFIXES`` entry."""
-    if raw.get("is_encoder_decoder") is True:
-        raise SpecsimError(
-            "true: an encoder-decoder model; specsim models decoder-only transformers",
-            source=source,
-            field="is_encoder_decoder",
-        )
-    text = raw.get("text_config")
-    for cfg in (raw, text if isinstance(text, dict) else {}):
-        kind = cfg.get("model_type")
-        if isinstance(kind, str) and kind.lower() in UNMODELLED_MODEL_TYPES:
-            raise SpecsimError(
-                f"{kind!r}: its state-space or recurrent layers are not modelled (specsim "
-                "derives attention layers, MoE, MLA and Gated DeltaNet hybrids)",
-                source=source,
-                field="model_type",
-            )
-    archs = raw.get("architectures")
-    for arch in archs if isinstance(archs, list) else []:
-        if isinstance(arch, str) and arch.endswith(NON_GENERATIVE_SUFFIXES):
-            raise SpecsimError(
-                f"{arch!r} does not generate text token by token; specsim models "
-                "decoder-only language models (*ForCausalLM, *ForConditionalGeneration)",
-                source=source,
-                field="architectures",
-            )
-
-
-#: Fields that make only some layers routed (transformers' ``Llama4TextConfig``
-#: ``interleave_moe_layer_step``, ``Qwen3MoeConfig`` ``decoder_sparse_step`` and
-#: ``mlp_only_layers``, DeepSeek-V2's ``moe_layer_freq``): specsim derives
-#: ``first_k_dense_replace`` dense layers, then routed ones, and refuses the others.
-INTERLEAVE_FIELDS = ("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
-
-#: ``model_type`` of targets whose every routed layer also runs one shared expert of
-#: ``intermediate_size`` that no field names (transformers ``Llama4TextMoe.shared_expert``).
-IMPLICIT_SHARED_EXPERT = frozenset({"llama4_text"})
-
-
-def check_moe_layout(cfg: dict[str, Any], source: str, *, moe: bool) -> None:
-    """SpecsimError when the config's experts are laid out in a way ``hf_model_of`` does
-    not derive: routed layers interleaved with dense ones (``INTERLEAVE_FIELDS`` above 1,
-    a non-empty ``mlp_only_layers``), or, when no expert count was read, a field naming
-    experts (``moe_num_experts``: ERNIE-4.5) that would leave a MoE derived as dense."""
-    if moe:
-        for name in INTERLEAVE_FIELDS:
-            step = cfg.get(name)
-            if isinstance(step, int) and not isinstance(step, bool) and step > 1:
-                raise SpecsimError(
-                    f"{step}: one layer in {step} is routed; specsim derives routed layers "
-                    "after first_k_dense_replace dense ones, not interleaved with them",
-                    source=source,
-                    field=name,
-                )
-        dense = cfg.get("mlp_only_layers")
-        if isinstance(dense, list) and dense:
-            raise SpecsimError(
-                f"{len(dense)} dense layers among the routed ones; specsim derives routed "
-                "layers after first_k_dense_replace dense ones, not interleaved with them",
-                source=source,
-                field="mlp_only_layers",
-            )
-        return
-    for name, value in cfg.items():
-        counted = isinstance(value, int) and not isinstance(value, bool) and value > 1
-        if "expert" in name and counted:
-            raise SpecsimError(
-                f"{value}: a mixture-of-experts field, but no expert count specsim "
-                "reads (n_routed_experts, num_experts, num_local_experts): the model "
-                "would be derived as dense",
-                source=source,
-                field=name,
-            )
-
-
-def language_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The language model's part of a config.json (``text_config`` when present) and how an
-    origin names it (``config.json`` or ``config.json: text_config``)."""
-    if isinstance(raw.get("text_config"), dict):
-        return raw["text_config"], "config.json: text_config"
-    return raw, "config.json"
-
-
-def quantized_part(raw: dict[str, Any]) -> dict[str, Any]:
-    """The part of a config.json holding its ``quantization_config``: the top level when it
-    has one, else the language model's (``language_config``)."""
-    return raw if "quantization_config" in raw else language_config(raw)[0]
-
-
-def read_raw(path: str | Path) -> dict[str, Any]:
-    """The language model's part of a config.json (``language_config``)."""
-    return language_config(read_json(path))[0]
 
 
 def read_hf_config(
@@ -524,12 +145,12 @@ def hf_model_of(
     def cite(*names: str) -> str:
         return f"{where}: " + ", ".join(names)
 
-    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", source=source)
-    hidden = _int(cfg, "hidden_size", "n_embd", "d_model", source=source)
-    heads = _int(cfg, "num_attention_heads", "n_head", source=source)
+    layers = config_int(cfg, "num_hidden_layers", "n_layer", "num_layers", source=source)
+    hidden = config_int(cfg, "hidden_size", "n_embd", "d_model", source=source)
+    heads = config_int(cfg, "num_attention_heads", "n_head", source=source)
     assert layers is not None and hidden is not None and heads is not None
-    kv_heads = _int(cfg, "num_key_value_heads", source=source, required=False) or heads
-    vocab = _int(cfg, "vocab_size", source=source)
+    kv_heads = config_int(cfg, "num_key_value_heads", source=source, required=False) or heads
+    vocab = config_int(cfg, "vocab_size", source=source)
     assert vocab is not None
     v["layers"] = Derived(layers, cite("num_hidden_layers"))
     v["hidden_size"] = Derived(hidden, cite("hidden_size"))
@@ -539,11 +160,11 @@ def hf_model_of(
     # attention
     mla = cfg.get("kv_lora_rank") is not None
     if mla:
-        kv_lora = _int(cfg, "kv_lora_rank", source=source)
-        q_lora = _int(cfg, "q_lora_rank", source=source, required=False)
-        nope = _int(cfg, "qk_nope_head_dim", source=source)
-        rope = _int(cfg, "qk_rope_head_dim", source=source)
-        v_dim = _int(cfg, "v_head_dim", source=source)
+        kv_lora = config_int(cfg, "kv_lora_rank", source=source)
+        q_lora = config_int(cfg, "q_lora_rank", source=source, required=False)
+        nope = config_int(cfg, "qk_nope_head_dim", source=source)
+        rope = config_int(cfg, "qk_rope_head_dim", source=source)
+        v_dim = config_int(cfg, "v_head_dim", source=source)
         assert kv_lora is not None and nope is not None and rope is not None
         assert v_dim is not None
         qk = nope + rope
@@ -562,7 +183,7 @@ def hf_model_of(
         pair_dims = qk + v_dim
         attn_names = names.MLA_ATTENTION if q_lora else names.MLA_ATTENTION_NO_Q_LORA
     else:
-        head_dim = _int(cfg, "head_dim", source=source, required=False)
+        head_dim = config_int(cfg, "head_dim", source=source, required=False)
         if head_dim is None:
             if hidden % heads:
                 raise SpecsimError(
@@ -596,26 +217,30 @@ def hf_model_of(
         )
 
     # MLP
-    experts = _int(
+    experts = config_int(
         cfg, "n_routed_experts", "num_experts", "num_local_experts", source=source, required=False
     )
-    inter = _int(cfg, "intermediate_size", "ffn_hidden_size", source=source, required=not experts)
+    inter = config_int(
+        cfg, "intermediate_size", "ffn_hidden_size", source=source, required=not experts
+    )
     moe = bool(experts)
     check_moe_layout(cfg, source, moe=moe)
     naming = names.naming(cfg.get("model_type"))
     shared, shared_names, dense, dense_mlp = 0.0, naming.shared_experts, 0, 0.0
     if moe:
         assert experts is not None
-        per_tok = _int(cfg, "num_experts_per_tok", "moe_topk", source=source)
-        moe_inter = _int(cfg, "moe_intermediate_size", source=source, required=False) or inter
+        per_tok = config_int(cfg, "num_experts_per_tok", "moe_topk", source=source)
+        moe_inter = config_int(cfg, "moe_intermediate_size", source=source, required=False) or inter
         if moe_inter is None:
             raise SpecsimError(
                 "missing: the experts' size", source=source, field="moe_intermediate_size"
             )
         expert = 3 * hidden * moe_inter
         shared_why = "no shared expert"
-        n_shared = _int(cfg, "n_shared_experts", source=source, required=False)
-        shared_inter = _int(cfg, "shared_expert_intermediate_size", source=source, required=False)
+        n_shared = config_int(cfg, "n_shared_experts", source=source, required=False)
+        shared_inter = config_int(
+            cfg, "shared_expert_intermediate_size", source=source, required=False
+        )
         if n_shared:
             shared = n_shared * expert
             shared_why = cite("n_shared_experts", "moe_intermediate_size")
@@ -629,7 +254,7 @@ def hf_model_of(
                 f"{cite('intermediate_size')}: {cfg['model_type']}'s one shared expert "
                 "(transformers Llama4TextMoe)"
             )
-        dense = _int(cfg, "first_k_dense_replace", source=source, required=False) or 0
+        dense = config_int(cfg, "first_k_dense_replace", source=source, required=False) or 0
         v["experts"] = Derived(experts, cite("n_routed_experts / num_experts"))
         v["experts_per_token"] = Derived(per_tok, cite("num_experts_per_tok"))
         v["expert_params"] = Derived(
@@ -679,7 +304,9 @@ def hf_model_of(
     if cfg.get("num_nextn_predict_layers"):  # DeepSeek-style MTP modules after the layers
         active = v["experts_per_token"].value * v["expert_params"].value if moe else 0.0
         mtp = (float(active), 2.0 * hidden * hidden)
-    found, mtp_bytes = _weight_bytes(raw, cfg, where, source, weights, unstated_bytes, mtp)
+    found, mtp_bytes = checkpoint_weight_bytes(
+        raw, cfg, where, source, weights, unstated_bytes, mtp
+    )
     v.update(found)
     # the layers that keep a KV cache (a hybrid's full-attention layers only)
     kv_layers = (

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from sim.calibration.calibrate import calibrate
 from sim.calibration.engine_defaults import ENGINES
-from sim.calibration.hf_config import read_json
+from sim.calibration.hf_fields import read_json
 from sim.calibration.init_request import InitRequest, InitScenario
 from sim.calibration.init_scenario import init_scenario
 from sim.calibration.kv_cache_dtype import reported_kv_cache

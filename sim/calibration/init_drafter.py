@@ -34,7 +34,8 @@ from typing import Any
 
 from sim.calibration.drafter_size import UNSTATED_DTYPE, drafter_bytes, unstated_bytes
 from sim.calibration.eagle3_drafter import eagle3_drafter
-from sim.calibration.hf_config import HfModel, hf_model_of, language_config, read_json, read_raw
+from sim.calibration.hf_config import HfModel, hf_model_of
+from sim.calibration.hf_fields import language_config, read_json, read_raw
 from sim.calibration.init_fields import set_field, set_uncertainty
 from sim.calibration.init_request import InitRequest
 from sim.calibration.kv_cache_dtype import KvCache, drafter_kv_cache

@@ -25,7 +25,8 @@ from typing import Any
 
 from sim.calibration.eagle3_drafter import is_eagle3_drafter
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
-from sim.calibration.hf_config import quantized_part, read_hf_config, read_json, read_raw
+from sim.calibration.hf_config import read_hf_config
+from sim.calibration.hf_fields import quantized_part, read_json, read_raw
 from sim.calibration.init_drafter import (
     DRAFT_CONFIG_DRAFTERS,
     DRAFTERS,

@@ -39,7 +39,8 @@ from __future__ import annotations
 from typing import Any
 
 from sim.calibration.drafter_size import DrafterSize, drafter_layers, drafter_size
-from sim.calibration.hf_config import HfModel, read_json
+from sim.calibration.hf_config import HfModel
+from sim.calibration.hf_fields import read_json
 from sim.calibration.kv_cache_dtype import KvCache
 from sim.errors import SpecsimError
 

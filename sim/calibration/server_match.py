@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sim.calibration.hf_config import quantized_part
+from sim.calibration.hf_fields import quantized_part
 from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact, SpecPoint
 from sim.errors import SpecsimError
 from sim.scenario.schema import Scenario

@@ -1,7 +1,9 @@
-"""Small scenarios built in code for the Monte Carlo tests."""
+"""Small scenarios built in code for the Monte Carlo tests, and a fit replayed for the
+renderings of one command."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +71,18 @@ def mix_without_kernel_count(directory: Path) -> Path:
     path = directory / "kimi-k25-8xpcie-eagle3-mix-no-kernels.toml"
     path.write_text(text)
     return path
+
+
+def replay_once(fit: Callable[..., Any]) -> Callable[..., Any]:
+    """``fit`` run once; later calls with the same arguments get its result again (a
+    calibration is deterministic in its inputs: the text, --verbose and --json renderings
+    of one command need one fit), other arguments fail the test."""
+    done: list[tuple] = []
+
+    def once(*args, **kwargs):
+        if not done:
+            done.append((args, kwargs, fit(*args, **kwargs)))
+        assert (args, kwargs) == done[0][:2], "calibrate asked for another fit"
+        return done[0][2]
+
+    return once

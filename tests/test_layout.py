@@ -9,7 +9,9 @@ a function except the lazy imports of start-up time, which say so in a comment.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -36,13 +38,16 @@ FLOORS = {
 }
 
 
-def modules() -> dict[str, Path]:
+@cache
+def modules() -> MappingProxyType[str, Path]:
+    """Every sim module's file by its dotted name (listed once a process: the tests share
+    it, read-only)."""
     out = {}
     for path in sorted(SIM.rglob("*.py")):
         rel = path.relative_to(SIM.parent).with_suffix("")
         name = ".".join(rel.parts).removesuffix(".__init__")
         out[name] = path
-    return out
+    return MappingProxyType(out)
 
 
 def folder(module: str) -> str | None:
@@ -50,8 +55,10 @@ def folder(module: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-def imports(path: Path) -> list[tuple[str, bool, int]]:
-    """(imported sim module, inside a function?, line) for every import in a file."""
+@cache
+def imports(path: Path) -> tuple[tuple[str, bool, int], ...]:
+    """(imported sim module, inside a function?, line) for every import in a file (parsed
+    once a process: the tests share it)."""
     tree = ast.parse(path.read_text())
     found = []
 
@@ -70,7 +77,7 @@ def imports(path: Path) -> list[tuple[str, bool, int]]:
             visit(child, inner)
 
     visit(tree, False)
-    return found
+    return tuple(found)
 
 
 def _is_type_checking(node: ast.If) -> bool:

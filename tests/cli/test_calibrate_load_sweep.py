@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+import sim.calibration.run as calibration_run
 from sim.cli import main
 from sim.scenario.load import load_scenario
+from tests.helpers import replay_once
 
 ROOT = Path(__file__).parents[2]
 SEED = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
@@ -31,22 +34,33 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
-def test_plain_sweep_reports_the_batched_terms_and_writes_them(tmp_path: Path) -> None:
-    out = tmp_path / "out.toml"
-    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", str(_sweep(tmp_path / "s.jsonl")),
-                      "--out", str(out))  # fmt: skip
-    assert code == 0, text
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict:
+    """calibrate on the plain sweep (``_sweep``), fitted once: its text, --verbose and
+    --json, and the text of a run with --out and the scenario it wrote."""
+    tmp = tmp_path_factory.mktemp("plain")
+    args = ["--baseline-tok-s", "88.5", "--load-sweep", str(_sweep(tmp / "s.jsonl"))]
+    got: dict = {"out": tmp / "out.toml"}
+    with pytest.MonkeyPatch.context() as mp:  # the renderings of one fit: not fitted four times
+        mp.setattr(calibration_run, "run_calibration", replay_once(calibration_run.run_calibration))
+        for name, extra in (("text", []), ("verbose", ["--verbose"]), ("json", ["--json"]),
+                            ("written", ["--out", str(got["out"])])):  # fmt: skip
+            code, got[name] = _run(*args, *extra)
+            assert code == 0, got[name]
+    return got
+
+
+def test_plain_sweep_reports_the_batched_terms_and_writes_them(plain) -> None:
+    text = plain["written"]
     assert "batched terms from the load sweep" in text
     # plain decoding on an engine that overlaps it: no figure depends on the host work
     assert "serving.host_us_per_request" in text and "plausible range [7, 38]" in text
-    scenario = load_scenario(out)
+    scenario = load_scenario(plain["out"])
     assert scenario.serving is not None and scenario.serving.kernel_slope is not None
 
 
-def test_json_carries_the_ranges(tmp_path: Path) -> None:
-    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep",
-                      str(_sweep(tmp_path / "s.jsonl")), "--json")  # fmt: skip
-    assert code == 0, text
+def test_json_carries_the_ranges(plain) -> None:
+    text = plain["json"]
     body = json.loads(text)["calibrate"] if "calibrate" in json.loads(text) else json.loads(text)
     fit = body["load_fit"]
     # three loads of a MoE curve the model does not follow closely: the fitted ranges would
@@ -63,33 +77,24 @@ def test_json_carries_the_ranges(tmp_path: Path) -> None:
     assert fit["spec_factor_runs"] == ""
 
 
-def test_the_speculative_host_factor_is_one_line_saying_why_it_is_not_fitted(
-    tmp_path: Path,
-) -> None:
-    sweep = str(_sweep(tmp_path / "s.jsonl"))
-    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep)
-    assert code == 0, text
-    (line,) = [t for t in text.splitlines() if "serving.host_spec_factor" in t]
+def test_the_speculative_host_factor_is_one_line_saying_why_it_is_not_fitted(plain) -> None:
+    (line,) = [t for t in plain["text"].splitlines() if "serving.host_spec_factor" in t]
     assert line.endswith("kept, plausible range [1, 2.857]")  # why: --verbose
-    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep, "--verbose")
-    joined = " ".join(text.split())
+    joined = " ".join(plain["verbose"].split())
     assert "kept (the sweep has no speculative runs at two or more loads" in joined
     assert "the sweep allows 0-100" in joined
 
 
-def test_the_first_screen_fits_25_lines_of_100_columns(tmp_path: Path) -> None:
+def test_the_first_screen_fits_25_lines_of_100_columns(plain) -> None:
     """The batch-1 fit's kept values and notes a line each, the terms without their
     reasons, the runs in one line; --verbose gives each run and why each term is kept."""
-    sweep = str(_sweep(tmp_path / "s.jsonl"))
-    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep)
-    assert code == 0, text
+    text = plain["text"]
     lines = text.splitlines()
     assert len(lines) <= 25 and max(map(len, lines)) <= 100, text
     assert "3 runs (at their mean context and load) at loads 1-32: model TPOT" in " ".join(
         text.split()
     )
-    code, verbose = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep, "--verbose")
-    assert code == 0, verbose
+    verbose = plain["verbose"]
     assert "condition of the scaled Jacobian" in verbose and "s.jsonl:line 3" in verbose
 
 

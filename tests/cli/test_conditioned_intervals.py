@@ -26,6 +26,7 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.toml_writer import dumps_scenario
 from sim.simulation.serving.metrics import request_metrics
 from sim.studies.serving.serve import serve
+from tests.helpers import replay_once
 
 ROOT = Path(__file__).parents[2]
 SCENARIO = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
@@ -71,20 +72,6 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
-def _replay(fit):
-    """``fit`` run once; later calls with the same arguments get its result again (the
-    calibration is deterministic in its inputs), other arguments fail the test."""
-    done: list[tuple] = []
-
-    def once(*args, **kwargs):
-        if not done:
-            done.append((args, kwargs, fit(*args, **kwargs)))
-        assert (args, kwargs) == done[0][:2], "calibrate asked for another fit"
-        return done[0][2]
-
-    return once
-
-
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory) -> dict:
     """The base and calibrated scenario files, the sweep and calibrate's JSON."""
@@ -103,7 +90,7 @@ def calibrated(tmp_path_factory) -> dict:
     args = ["calibrate", "--scenario", str(base_path), "--baseline-tok-s", baseline,
             "--point", point, "--load-sweep", str(sweep)]  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:  # --json renders the same fit: not fitted twice
-        mp.setattr(calibration_run, "run_calibration", _replay(calibration_run.run_calibration))
+        mp.setattr(calibration_run, "run_calibration", replay_once(calibration_run.run_calibration))
         code, text = _run(*args, "--out", str(out))
         assert code == 0, text
         code, js = _run(*args, "--json")

@@ -25,8 +25,11 @@ STUDIES = {
     # draws' ladders made 136 runs, each a round trip to the scheduler; at 30 ms, 14).
     "capacity": ["capacity", str(SEED), *SMALL, "--num-steps", "2", "--tpot-slo-ms", "30",
                  "--rtol", "0.2"],
+    # A given k table: the default one is best-k on the whole mix at 1-64 users (three
+    # quarters of the study's time; best-k on dask is its own case above).
     "controllers": ["controllers", str(SEED), "--set", MIX, *SMALL, "--phase",
-                    "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"],
+                    "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9",
+                    "--k-table", "[[1,8,2]]"],
     "tree-load": ["tree-load", str(LLAMA), "--set", TREE, *SMALL, "--concurrency", "1,8",
                   "--tree", "5/4/8"],
 }  # fmt: skip

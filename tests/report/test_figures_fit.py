@@ -94,10 +94,12 @@ def decision_documents() -> dict[str, dict]:
     }
 
 
-def _outside(fig) -> list[str]:
-    """Drawn text (titles, labels, tick labels, legends, notes) reaching past the canvas."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
+def _outside(fig, canvas: FigureCanvasAgg | None = None) -> list[str]:
+    """Drawn text (titles, labels, tick labels, legends, notes) reaching past the canvas
+    (``canvas``: the figure's, already drawn; None: drawn here)."""
+    if canvas is None:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
     renderer = canvas.get_renderer()
     width, height = canvas.get_width_height()
     bad = []
@@ -123,16 +125,37 @@ def _outside(fig) -> list[str]:
     return bad
 
 
+@pytest.fixture(scope="module")
+def rendered(documents):
+    """A kind's figures, each rendered once to a PNG: (stem, figure, its drawn canvas, the
+    PNG's bytes), built on first use and shared by the canvas and PNG checks (a drawn
+    figure's text boxes are read, not changed)."""
+    done: dict[str, list[tuple[str, object, FigureCanvasAgg, bytes]]] = {}
+
+    def of(kind: str) -> list[tuple[str, object, FigureCanvasAgg, bytes]]:
+        if kind not in done:
+            out = []
+            for stem, fig in figures_for(documents[kind]):
+                canvas = FigureCanvasAgg(fig)
+                png = io.BytesIO()
+                canvas.print_png(png)  # draws the canvas at the figure's own size and dpi
+                out.append((stem, fig, canvas, png.getvalue()))
+            done[kind] = out
+        return done[kind]
+
+    return of
+
+
 def test_every_figure_kind_is_covered(documents) -> None:
     assert set(documents) == set(BUILDERS)
 
 
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
-def test_no_text_leaves_the_canvas(documents, kind: str) -> None:
-    figures = figures_for(documents[kind])
+def test_no_text_leaves_the_canvas(rendered, kind: str) -> None:
+    figures = rendered(kind)
     assert figures, kind
-    for stem, fig in figures:
-        assert _outside(fig) == [], (kind, stem)
+    for stem, fig, canvas, _png in figures:
+        assert _outside(fig, canvas) == [], (kind, stem)
 
 
 def test_a_title_past_the_canvas_is_caught() -> None:
@@ -143,6 +166,9 @@ def test_a_title_past_the_canvas_is_caught() -> None:
     fig.suptitle("moved right", x=1.2)
     fig.axes[0].set_title("moved up", y=3.0)
     assert {"moved right", "moved up"} <= set(_outside(fig))
+    canvas = FigureCanvasAgg(fig)  # and on a canvas drawn by its PNG, as ``rendered`` draws
+    canvas.print_png(io.BytesIO())
+    assert {"moved right", "moved up"} <= set(_outside(fig, canvas))
 
 
 def test_a_long_title_is_wrapped_inside_the_canvas() -> None:
@@ -175,11 +201,10 @@ def test_heatmaps_of_one_sweep_share_a_colour_scale(documents) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
-def test_every_figure_renders_to_a_png(documents, kind: str) -> None:
-    for stem, fig in figures_for(documents[kind]):
-        out = io.BytesIO()
-        FigureCanvasAgg(fig).print_png(out)
-        data = out.getvalue()
+def test_every_figure_renders_to_a_png(rendered, kind: str) -> None:
+    figures = rendered(kind)
+    assert figures, kind
+    for stem, _fig, _canvas, data in figures:
         assert data.startswith(b"\x89PNG\r\n\x1a\n"), (kind, stem)
         assert len(data) > 5000, (kind, stem)  # a blank canvas of this size is about 3 kB
 

@@ -120,10 +120,11 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     b = _tree(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
     assert bind(a).inputs == bind(b).inputs
-    # 64 draws: each rebuilds the chain's rates (its targets') over 32 positions too
+    # 16 draws (each rebuilds the chain's rates, its targets', over 32 positions too): the
+    # two forms draw the same rows whatever their number, and 16 give intervals of width
     ua, ub = (
-        answer_uncertainty(bind(a), [], samples=64),
-        answer_uncertainty(bind(b), [], samples=64),
+        answer_uncertainty(bind(a), [], samples=16),
+        answer_uncertainty(bind(b), [], samples=16),
     )
     for name in ("tok_s_interval90", "accept_length_interval90", "best_tree_tok_s_interval90"):
         ia, ib = getattr(ua, name), getattr(ub, name)
@@ -151,8 +152,9 @@ def test_the_nominal_row_rebuilds_the_nominal_population() -> None:
 def test_a_draw_is_the_nominal_answer_at_its_acceptance_inputs() -> None:
     """A draw's accept length is the nominal answer of the scenario with its acceptance
     inputs set to the draw's values (the classes and spread re-built, E[L] over requests:
-    no tabulated shift)."""
-    tree = with_overrides(load_scenario(MIX), TREE)
+    no tabulated shift). One tok/s target, not the file's three: the accept length does not
+    depend on them, and each analysis solves every target's requirements."""
+    tree = with_overrides(load_scenario(MIX), {**TREE, "targets.tok_s": [100.0]})
     inputs = bind(tree).inputs
     draws = draw_inputs(tree, inputs, 16, 3)
     sampled = sampled_tree(bind(tree), draws)

@@ -213,20 +213,28 @@ def test_a_draw_kept_at_one_replication_lies_within_the_share_of_the_two_replica
     assert checked >= len(metrics)  # at least one load kept draws at one replication
 
 
-def test_sequential_draws_do_not_depend_on_the_worker_count() -> None:
-    """The same document at 1 and 2 workers, where the probe draws ran their second
-    replication at a load and the others kept one (the measured bound decided; without
-    the model-error band, which on this scenario is wide enough for one replication
-    everywhere: the next test)."""
-    kw = {"sequential": True, "requests": 24, "metrics": ["per_user_tok_s"], "band": False}
-    _, draws, _, got = _crossover(workers=1, **kw)
+#: crossover with sequential draws and without the model-error band (which on this scenario
+#: is wide enough for one replication everywhere: the next tests).
+MEASURED_BOUND = {"sequential": True, "requests": 24, "metrics": ["per_user_tok_s"], "band": False}
+
+
+def test_the_probe_draws_measure_the_move_and_the_others_keep_one_replication() -> None:
+    """The probe draws ran their second replication at a load and the others kept one (the
+    measured bound decided)."""
+    _, draws, _, _ = _crossover(workers=1, **MEASURED_BOUND)
     assert draws.points_by_replications().get("1", 0) > 0  # some draws stopped at one
     probes = len(probe_draws(len(draws.draws)))
     mixed = [2] * probes + [1] * (len(draws.draws) - probes)
     keys = {k for g in draws.points if g for k in g}
     counts = [[g[k].replications for g in draws.points if g] for k in keys]
     assert mixed in counts  # the probes measured the move, and it was enough
-    assert got.to_dict() == _crossover(workers=2, **kw)[3].to_dict()
+
+
+@pytest.mark.slow  # two crossovers with draws, one on a pool (the fast tests' subsets cover 2)
+def test_sequential_draws_do_not_depend_on_the_worker_count() -> None:
+    """The previous test's crossover gives the same document at 1 and 2 workers."""
+    one = _crossover(workers=1, **MEASURED_BOUND)[3].to_dict()
+    assert one == _crossover(workers=2, **MEASURED_BOUND)[3].to_dict()
 
 
 @pytest.mark.slow  # about a minute on the shared 2-core machine
@@ -355,31 +363,39 @@ def test_a_subset_of_draws_keeps_one_replication_where_the_band_alone_is_wide_en
     assert all(draws.points[1][key].replications == 1 for key in keys)
 
 
-def test_points_stopped_on_their_band_do_not_depend_on_the_worker_count() -> None:
+def _band_stopped(workers: int) -> dict:
+    """crossover with draws of TPOT p99 on ``workers`` (6 replications): its document,
+    checked to stop some pair on the gains' band (below)."""
+    builder = _short(requests=24, replications=6)
+    ev = PointEvaluator(builder, replications=6, seed=5, executor=LocalExecutor(workers))
+    draws = DrawnPoints(ev, builder.draws, sequential=True)
+    grid = load_grid("concurrency", [1, 2, 4, 8])
+    got = crossover(ev, grid, [2], metrics=["tpot_p99_ms"], refine=False, draws=draws)
+    band = gain_band(builder)
+    assert band is not None
+    stopped = []
+    for load in grid:
+        pts = {p: pt for (at, p), pt in ev.memo.items() if at == load}
+        plain = GainsAgainst(BASELINE, ("tpot_p99_ms",))
+        if pts[FixedK(2)].replications == 4 and not plain(pts, FixedK(2)):
+            assert GainsAgainst(BASELINE, ("tpot_p99_ms",), band)(pts, FixedK(2))
+            stopped.append(load)
+    assert stopped  # the band stopped a pair the settled rule alone would have grown
+    return got.to_dict()
+
+
+def test_points_stop_on_their_band() -> None:
     """crossover with draws: some pair near its crossing stops at its first replications
     because it is precise against the gains' band there, though not settled against 1
-    (k = 2's TPOT p99 gain at 4 users, 1.03, 2 standard errors from 1);
-    the document is the same at 1 and 2 workers."""
-    docs = []
-    for workers in (1, 2):
-        builder = _short(requests=24, replications=6)
-        ev = PointEvaluator(builder, replications=6, seed=5, executor=LocalExecutor(workers))
-        draws = DrawnPoints(ev, builder.draws, sequential=True)
-        grid = load_grid("concurrency", [1, 2, 4, 8])
-        got = crossover(ev, grid, [2], metrics=["tpot_p99_ms"], refine=False, draws=draws)
-        docs.append(got.to_dict())
-        band = gain_band(builder)
-        assert band is not None
-        stopped = []
-        for load in grid:
-            pts = {p: pt for (at, p), pt in ev.memo.items() if at == load}
-            plain = GainsAgainst(BASELINE, ("tpot_p99_ms",))
-            if pts[FixedK(2)].replications == 4 and not plain(pts, FixedK(2)):
-                assert GainsAgainst(BASELINE, ("tpot_p99_ms",), band)(pts, FixedK(2))
-                stopped.append(load)
-        assert stopped  # the band stopped a pair the settled rule alone would have grown
-    assert docs[0] == docs[1]
-    assert any("model-error band at the load stops too" in a for a in docs[0]["assumptions"])
+    (k = 2's TPOT p99 gain at 4 users, 1.03, 2 standard errors from 1), and says so."""
+    doc = _band_stopped(1)
+    assert any("model-error band at the load stops too" in a for a in doc["assumptions"])
+
+
+@pytest.mark.slow  # the same crossover again on a pool (the fast tests' subsets cover 2)
+def test_points_stopped_on_their_band_do_not_depend_on_the_worker_count() -> None:
+    """The previous test's crossover gives the same document at 1 and 2 workers."""
+    assert _band_stopped(1) == _band_stopped(2)
 
 
 def test_a_batch_of_draws_sends_each_draws_points_as_one_unit_with_the_same_values() -> None:

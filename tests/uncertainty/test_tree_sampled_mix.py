@@ -121,7 +121,8 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     assert b.acceptance is not None and b.acceptance.mix is not None
     assert bind(a).inputs == bind(b).inputs
     # 16 draws (each rebuilds the chain's rates, its targets', over 32 positions too): the
-    # two forms draw the same rows whatever their number, and 16 give intervals of width
+    # two forms draw the same rows whatever their number, and 16 give intervals of non-zero
+    # width to compare
     ua, ub = (
         answer_uncertainty(bind(a), [], samples=16),
         answer_uncertainty(bind(b), [], samples=16),

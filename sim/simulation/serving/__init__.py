@@ -20,8 +20,8 @@ from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
 from sim.simulation.serving.plan import Drafting, ServingPlan
-from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.simulate import ServingRun, simulate_serving, work_out
 from sim.simulation.serving.streams import ServingStreams
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload

@@ -26,8 +26,9 @@ from sim.simulation.serving.processes import (
     scheduler_process,
     trace_arrivals,
 )
-from sim.simulation.serving.records import Recorder, ServingRecord
+from sim.simulation.serving.records import Recorder
 from sim.simulation.serving.server import Server
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.streams import ServingStreams
 from sim.simulation.serving.workload import (
     ClosedLoop,

@@ -9,7 +9,7 @@ import pytest
 
 from sim.model.policy import FixedK
 from sim.simulation.serving import LogNormal, Poisson, SloSpec, simulate_serving, work_out
-from sim.simulation.serving import records as records_module
+from sim.simulation.serving import kept_rows as records_module
 from sim.simulation.serving.answers import Answers
 from sim.simulation.serving.metrics import (
     backlog,

@@ -57,7 +57,7 @@ from sim.simulation.serving.metrics import (
     request_metrics,
     summarize_serving,
 )
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.serve_intervals import serve_intervals

@@ -6,13 +6,13 @@ Modules: ``workload`` (arrival patterns, requests), ``lengths`` (length distribu
 sim/model/policy.py), ``counter_rng`` (per-request
 acceptance draws), ``batch`` (the decode batch and the arithmetic of a block of
 iterations), ``engine`` (one replication, wired from ``plan`` (the plan and a policy worked
-out on it), ``streams`` (its random streams), ``server`` (the scheduler's state and
-bookkeeping, with ``kv_ledger``, ``prefills``, ``block_size``, ``deliveries`` and
-``held_rows``), ``processes`` (the SimPy processes) and ``timeouts`` (timeouts landing on a
-block's ends)), ``records`` (what a replication records),
-``metrics`` (TTFT, TPOT, ITL, throughput, paired speedups), ``simulate`` (replications
-and seeds), ``stability`` (an upper bound on the requests a second a server answers, to
-check an open load against before simulating it).
+out on it), ``streams`` (its random streams), ``server`` (the scheduler's state, wiring
+its rooms: ``admission``, ``planner``, ``advance``, ``answers``, ``prefills`` and
+``kv_ledger``, with ``block_size``, ``deliveries`` and ``held_rows``), ``processes`` (the
+SimPy processes) and ``timeouts`` (timeouts landing on a block's ends)), ``records``
+(what a replication records), ``metrics`` (TTFT, TPOT, ITL, throughput, paired
+speedups), ``simulate`` (replications and seeds), ``stability`` (an upper bound on the
+requests a second a server answers, to check an open load against before simulating it).
 """
 
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
@@ -20,8 +20,8 @@ from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
 from sim.simulation.serving.plan import Drafting, ServingPlan
-from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.simulate import ServingRun, simulate_serving, work_out
 from sim.simulation.serving.streams import ServingStreams
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload

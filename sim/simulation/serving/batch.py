@@ -100,7 +100,7 @@ class DecodeBatch:
     ``fresh_newest``: they are the newest rows (rows join at the end, and a delivery
     reaches every row, ``delivered``; a row with a token joining after one without breaks
     it until the next delivery). A
-    server that holds its requests as rows (engine.py ``Server.held``) keeps in the same
+    server that holds its requests as rows (answers.py ``Answers.held``) keeps in the same
     table each row's ``arrival_ms`` and ``first_ms`` (float64), ``inputs``, ``outputs``,
     ``classes`` and ``users`` (int64): ``held_columns``.
 

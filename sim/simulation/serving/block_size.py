@@ -1,6 +1,7 @@
 """How many decode iterations the scheduler plans as one event (``block_iterations``),
 and how many of a planned block's first iterations no arrival can cut
-(``uncut_iterations``): pure arithmetic on the server's state, no events.
+(``uncut_iterations``, before the ``admissible_arrival``): pure arithmetic on the
+server's state, no events.
 
 Both are speed knobs only: a block cut short is committed up to its cut and the rest
 planned again, and draws are per request and cycle, so results do not depend on them.
@@ -10,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BLOCK_ELEMENTS", "MAX_BLOCK", "MIN_BLOCK", "block_iterations", "uncut_iterations"]
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "MAX_BLOCK",
+    "MIN_BLOCK",
+    "admissible_arrival",
+    "block_iterations",
+    "uncut_iterations",
+]
 
 
 #: Decode iterations planned at once: at most ``BLOCK_ELEMENTS`` (requests x iterations)
@@ -54,6 +62,22 @@ def block_iterations(
         ahead = (upcoming[0] - now_ms) / iteration_ms
         size = max(1, min(size, int(ahead) + 1))
     return size
+
+
+def admissible_arrival(
+    queue_empty: bool, running: int, max_running: int, upcoming: list[float]
+) -> float | None:
+    """The next announced arrival (``upcoming``, a heap) that could be admitted as soon as
+    it arrives, None when none can be: only when the waiting queue is empty (an arrival
+    queues behind every waiting request) and a running slot is free (``running`` <
+    ``max_running``).
+
+    Between iterations only an arrival changes what can be admitted (the batch, the
+    prefills and the KV cache change at the scheduler's own steps), and every arrival is
+    announced before it happens, so no iteration ending before it can be cut."""
+    if queue_empty and running < max_running and upcoming:
+        return upcoming[0]
+    return None
 
 
 def uncut_iterations(durations_ms: np.ndarray, now_ms: float, limit_ms: float | None) -> int:

@@ -4,8 +4,8 @@ arrivals, requests, a scheduler and a KV cache.
 Its parts, one job a module: ``plan`` (``ServingPlan``: everything a replication needs
 besides random numbers and the policy; ``Drafting``: a policy worked out on it once),
 ``streams`` (``ServingStreams``: the replication's independent random streams),
-``server`` (``Server``: the scheduler's state and its bookkeeping between events; a
-request's arrival, ``submit``, ``send_next``; its parts ``kv_ledger``, ``prefills``,
+``server`` (``Server``: the scheduler's state between events, wiring its rooms
+``admission``, ``planner``, ``advance``, ``answers``, ``prefills`` and ``kv_ledger``; with
 ``block_size``, ``deliveries`` and ``held_rows``), ``processes`` (the SimPy processes, plain
 generators that only yield events: the arrivals and ``scheduler_process``), ``timeouts``
 (``jumps``: the delays of timeouts that land exactly on a block's ends), and ``batch``
@@ -26,8 +26,9 @@ from sim.simulation.serving.processes import (
     scheduler_process,
     trace_arrivals,
 )
-from sim.simulation.serving.records import Recorder, ServingRecord
-from sim.simulation.serving.server import Server, send_next
+from sim.simulation.serving.records import Recorder
+from sim.simulation.serving.server import Server
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.streams import ServingStreams
 from sim.simulation.serving.workload import (
     ClosedLoop,
@@ -52,7 +53,7 @@ def holds_rows(
     plan: ServingPlan, horizon_ms: float | None, policy: SpeculationPolicy | None = None
 ) -> bool:
     """Whether a replication of ``policy`` (None: the plan's largest admission cap) can
-    hold its requests as rows of the decode batch (``Server.hold_requests``): every
+    hold its requests as rows of the decode batch (``Answers.hold_requests``): every
     request decodes from its arrival to its answer."""
     arrivals, config = plan.workload.arrivals, plan.scheduler
     cap = config.largest_running if policy is None else config.max_running(policy)
@@ -103,6 +104,7 @@ def run_replication(
     server = Server(env, plan, drafting, rec)
     arrivals = plan.workload.arrivals
     server.others_wait = others_wait(arrivals, horizon_ms)
+    answers = server.answers
     if isinstance(arrivals, ClosedLoop):
         block = source_block(plan.workload, arrivals.users)
         sources = [
@@ -111,14 +113,14 @@ def run_replication(
         ]
         refill_together(sources)  # every user's first block of rates in one pass
         if holds_rows(plan, horizon_ms, drafting.policy) and rows_pay(plan):
-            server.hold_requests(sources)
-            server.send_held(list(range(arrivals.users)))
-        for user, source in enumerate(sources if not server.held else ()):
+            answers.hold_requests(sources)
+            answers.send_held(list(range(arrivals.users)))
+        for user, source in enumerate(sources if not answers.held else ()):
             if arrivals.think_ms > 0:
                 think = streams.arrival(user)
                 env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
             else:
-                send_next(server, source)
+                answers.send_next(source)
     else:
         source = RequestSource(
             plan.workload,
@@ -135,4 +137,4 @@ def run_replication(
     env.process(scheduler_process(env, server))
     until = server.stop if horizon_ms is None else server.stop | env.timeout(horizon_ms)
     env.run(until=until)
-    return rec.record(env.now, server.leave_held if server.held else None)
+    return rec.record(env.now, answers.leave_held if answers.held else None)

@@ -33,7 +33,7 @@ attainment, the share of requests at or above a tok/s target, KV utilisation) is
 to [0, 1] (``share_interval``): a symmetric interval over few replications of a share near
 0 or 1 would otherwise reach values no share can take.
 
-Long runs (sim/simulation/serving/records.py): a replication keeps every measured
+Long runs (sim/simulation/serving/kept_rows.py): a replication keeps every measured
 request's row up to 65,536 of them. Beyond, the means stay exact (streamed sums), the
 p50/p90/p99 come from a quantile sketch within 0.1% relative of the exact pooled quantile
 (``sketched_estimate``), and the shares (SLO attainment, tok/s targets) and studies'
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import stdtrit
 
-from sim.simulation.serving.records import REQUEST_METRICS, ServingRecord, metric_values
+from sim.simulation.serving.serving_record import REQUEST_METRICS, ServingRecord, metric_values
 from sim.simulation.serving.sketch import QuantileSketch
 
 __all__ = [

@@ -25,7 +25,7 @@ from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.plan import Drafting, ServingPlan
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.streams import ServingStreams
 
 __all__ = ["ServingRun", "serving_streams", "simulate_serving", "work_out"]

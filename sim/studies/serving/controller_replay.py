@@ -25,7 +25,7 @@ from sim.parallel import Executor
 from sim.simulation.serving.lengths import Fixed
 from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
 from sim.simulation.serving.plan import ServingPlan
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import Trace, Workload
 from sim.studies.serving.controller_phases import Phase, phase_trace

@@ -33,7 +33,7 @@ from sim.simulation.serving.metrics import (
     request_metrics,
     share_interval,
 )
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.workload import ClosedLoop, Poisson
 
 __all__ = [

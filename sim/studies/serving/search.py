@@ -52,7 +52,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import positive_interval, request_metrics, share_interval
 from sim.simulation.serving.overload import above, at_most
 from sim.simulation.serving.plan import ServingPlan
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.stability import ServiceBound, service_bound

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.serving_record import ServingRecord
 from sim.studies.serving.draw_intervals import (
     DRAW_REPLICATIONS,
     IntervalSources,

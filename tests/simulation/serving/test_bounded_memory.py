@@ -9,7 +9,8 @@ import pytest
 
 from sim.model.policy import FixedK
 from sim.simulation.serving import LogNormal, Poisson, SloSpec, simulate_serving, work_out
-from sim.simulation.serving import records as records_module
+from sim.simulation.serving import kept_rows as records_module
+from sim.simulation.serving.answers import Answers
 from sim.simulation.serving.metrics import (
     backlog,
     little_terms,
@@ -17,7 +18,6 @@ from sim.simulation.serving.metrics import (
     summarize_serving,
     weighted_quantiles,
 )
-from sim.simulation.serving.server import Server
 from sim.simulation.serving.sketch import ALPHA, QuantileSketch, StreamedStat
 from tests.simulation.serving.helpers import plan
 
@@ -84,13 +84,13 @@ def _run(monkeypatch, keep: int | None, gaps: int | None, live_peak: list[int]):
         monkeypatch.setattr(records_module, "CHUNK", 16)
     if gaps is not None:
         monkeypatch.setattr(records_module, "KEEP_GAPS", gaps)
-    complete = Server._complete
+    complete = Answers.complete
 
     def watched(self, req, now):
         live_peak[0] = max(live_peak[0], len(self.rec.live))
         complete(self, req, now)
 
-    monkeypatch.setattr(Server, "_complete", watched)
+    monkeypatch.setattr(Answers, "complete", watched)
     p = plan(Poisson(40.0), output=LogNormal(40.0, 0.6, 200), requests=400, warmup=20)
     policies = {"baseline": FixedK(0), "k3": FixedK(3)}
     return simulate_serving(p, work_out(p, policies), replications=2, seed=7)

@@ -1,4 +1,4 @@
-"""Requests held as rows of the decode batch (engine.py ``Server.hold_requests``): where
+"""Requests held as rows of the decode batch (engine.py, ``Answers.hold_requests``): where
 every request decodes from its arrival to its answer, the records of request objects, bit
 for bit."""
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.simulation.serving import records as records_module
-from sim.simulation.serving.records import _COLUMNS, _INTS, _Gaps, _Rows
+from sim.simulation.serving import kept_rows as records_module
+from sim.simulation.serving.kept_rows import INT_COLUMNS, ROW_COLUMNS, KeptGaps, KeptRows
 from sim.simulation.serving.sketch import StreamedStat
 
 KEEP, CHUNK = records_module.KEEP_REQUESTS, records_module.CHUNK
@@ -24,10 +24,10 @@ def _rows(n: int, seed: int) -> np.ndarray:
     index = np.arange(n, dtype=np.int64)
     for lo in range(0, n, 500):
         rng.shuffle(index[lo : lo + 500])
-    out = np.empty((n, len(_COLUMNS)))
+    out = np.empty((n, len(ROW_COLUMNS)))
     out[:, 0] = index
     out[:, 1:6] = np.cumsum(rng.exponential(3.7, (n, 5)), axis=0) + rng.random((n, 5))
-    out[:, 6:] = rng.integers(0, 2**31, (n, len(_INTS)))
+    out[:, 6:] = rng.integers(0, 2**31, (n, len(INT_COLUMNS)))
     out[::97, 6:] = 2**31 - 1  # the largest count kept exactly
     return out
 
@@ -64,7 +64,7 @@ def test_kept_rows_are_the_reference_rows(monkeypatch, n, keep, chunk):
     monkeypatch.setattr(records_module, "KEEP_REQUESTS", keep)
     monkeypatch.setattr(records_module, "CHUNK", chunk)
     rows = _rows(n, seed=n + keep)
-    kept = _Rows()
+    kept = KeptRows()
     for row in rows.tolist():
         kept.add(tuple(row))
     want, stride = _reference(rows, keep, chunk)
@@ -73,8 +73,8 @@ def test_kept_rows_are_the_reference_rows(monkeypatch, n, keep, chunk):
     assert want.shape[0] <= keep and got["sample_index"].shape == (want.shape[0],)
     assert got["sample_index"].dtype == np.int64
     np.testing.assert_array_equal(got["sample_index"], want[:, 0].astype(np.int64))
-    for i, name in enumerate(_COLUMNS[1:], start=1):
-        dtype = np.int64 if name in _INTS else np.float64
+    for i, name in enumerate(ROW_COLUMNS[1:], start=1):
+        dtype = np.int64 if name in INT_COLUMNS else np.float64
         assert got[name].dtype == dtype and got[name].flags.c_contiguous, name
         np.testing.assert_array_equal(got[name], want[:, i].astype(dtype), err_msg=name)
     # every row's metrics streamed, kept or not
@@ -82,9 +82,9 @@ def test_kept_rows_are_the_reference_rows(monkeypatch, n, keep, chunk):
 
 
 def test_a_count_above_int32_is_refused():
-    kept = _Rows()
-    row = [0.0] * len(_COLUMNS)
-    row[_COLUMNS.index("input_tokens")] = 2.0**31
+    kept = KeptRows()
+    row = [0.0] * len(ROW_COLUMNS)
+    row[ROW_COLUMNS.index("input_tokens")] = 2.0**31
     kept.add(tuple(row))
     with pytest.raises(OverflowError):
         kept.flush()
@@ -94,7 +94,7 @@ def test_kept_rows_hold_bytes_that_follow_the_rows_up_to_the_limit():
     """A kept row is 72 bytes; the storage grows by doubling, so until the limit it holds
     at most twice the rows kept (a small run does not pay for the limit), and never more
     than the limit."""
-    kept = _Rows()
+    kept = KeptRows()
     rows = _rows(3 * KEEP, seed=1)
     for n, row in enumerate(rows.tolist(), start=1):
         kept.add(tuple(row))
@@ -113,7 +113,7 @@ def test_kept_gaps_are_every_gap_up_to_the_limit_and_none_beyond(total):
     sizes = []
     while sum(sizes) < total:
         sizes.append(int(min(rng.integers(1, 600), total - sum(sizes))))
-    gaps, stat = _Gaps(), StreamedStat()
+    gaps, stat = KeptGaps(), StreamedStat()
     values, weights = [], []
     for size in sizes:
         v, w = rng.exponential(20.0, size), float(rng.integers(1, 300))

@@ -70,7 +70,7 @@ def _by_hand(lo: float, hi: float, requests: list[tuple[float, float]], measured
     hi leave at hi); ``measured``: (arrival, finish) arrays of the measured requests."""
     from types import SimpleNamespace
 
-    from sim.simulation.serving.records import WindowTally
+    from sim.simulation.serving.serving_record import WindowTally
 
     events = [(a, 0, a, f) for a, f in requests] + [(min(f, hi), 1, a, f) for a, f in requests]
     tally = WindowTally()

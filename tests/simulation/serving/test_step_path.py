@@ -11,7 +11,7 @@ from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
 from sim.simulation.serving.batch import DecodeBatch, plan_block, plan_step
 from sim.simulation.serving.engine import run_replication
-from sim.simulation.serving.server import Server
+from sim.simulation.serving.planner import BlockPlanner
 from sim.simulation.serving.simulate import serving_streams
 from tests.simulation.serving.helpers import WITH_KV, plan, records_equal, tree_plan
 
@@ -59,9 +59,9 @@ def _blocks_of_one(monkeypatch) -> None:
         size = self.block_size(k)
         if self.controller is not None:
             size = min(size, self.controller.horizon(b))
-        return self._plan(k, size)
+        return self.block(k, size)
 
-    monkeypatch.setattr(Server, "plan_decode", plan_decode)
+    monkeypatch.setattr(BlockPlanner, "plan_decode", plan_decode)
 
 
 LOADS = {

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sim.simulation.serving import ClosedLoop, FixedK, LogNormal, Poisson, Trace
 from sim.simulation.serving.engine import run_replication
-from sim.simulation.serving.server import Server
+from sim.simulation.serving.planner import BlockPlanner
 from sim.simulation.serving.simulate import serving_streams
 from sim.simulation.serving.timeouts import ACCUMULATE_ENDS, jumps
 from tests.simulation.serving.helpers import WITH_KV, plan
@@ -129,7 +129,7 @@ def test_one_event_per_uncut_run_gives_the_same_records(load, k, monkeypatch):
         return run_replication(p, p.check(FixedK(k)), serving_streams(np.random.SeedSequence(11)))
 
     fast = run()
-    monkeypatch.setattr(Server, "uncut_iterations", lambda self, durations: 0)
+    monkeypatch.setattr(BlockPlanner, "uncut_iterations", lambda self, durations: 0)
     slow = run()
     assert slow.decode_iterations > 0
     for f in dataclasses.fields(fast):
@@ -152,7 +152,7 @@ def test_one_iteration_plans_follow_the_block_paths_sample_path(monkeypatch, use
         return run_replication(p, p.check(FixedK(3)), serving_streams(np.random.SeedSequence(3)))
 
     short = run()
-    original = Server.block_size
+    original = BlockPlanner.block_size
 
     def blocks_only(self, k):
         need = self.batch.need
@@ -162,7 +162,7 @@ def test_one_iteration_plans_follow_the_block_paths_sample_path(monkeypatch, use
         need[:] = saved
         return size
 
-    monkeypatch.setattr(Server, "block_size", blocks_only)
+    monkeypatch.setattr(BlockPlanner, "block_size", blocks_only)
     long = run()
     assert long.decode_iterations == short.decode_iterations
     for name in ("cycles", "output_tokens", "sample_index"):

@@ -37,7 +37,7 @@ from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload
 
 if TYPE_CHECKING:  # only named here: the passes are built in sim/binding/serving.py
-    from sim.hardware.batched import PassTerms
+    from sim.hardware.pass_terms import PassTerms
 
 __all__ = [
     "BASELINE",

@@ -8,10 +8,8 @@ from typing import Any
 
 from sim.report.screen import assumptions_line, within_screen, wrap
 from sim.report.serving import (
-    BASELINE,
     LOCKSTEP_LINE,
     METRICS,
-    SPECULATIVE,
     _cell,
     _digits,
     _overload_lines,
@@ -20,6 +18,7 @@ from sim.report.serving import (
     sample_text,
     scheduler_text,
 )
+from sim.simulation.serving.setup import BASELINE, SPECULATIVE
 
 #: The rows of the first screen: the answer (speeds and latencies); queueing is in --verbose.
 SCREEN_METRICS = tuple(m for m in METRICS if m[0] != "queue_ms")

@@ -10,7 +10,7 @@ relative error 0.1%) and into the kept rows (``KeptRows``): every measured reque
 ``KEEP_REQUESTS``, so it holds between half and all of them). Delivery gaps (ITL) stream
 the same way (``KeptGaps``: kept exactly up to ``KEEP_GAPS`` values).
 
-Kept rows and gaps live in column arrays filled in place (``Columns``: grown by doubling,
+Kept rows and gaps live in column arrays filled in place (``_Columns``: grown by doubling,
 one column at a time, up to the limit; a stride doubling moves the rows it keeps to the
 front in place): 72 bytes a row (times float64, the index int64, counts int32) and 16 a
 gap, so at most 4.5 MiB of rows and 4 MiB of gaps, and about twice the bytes of what a
@@ -32,7 +32,6 @@ __all__ = [
     "KEEP_GAPS",
     "KEEP_REQUESTS",
     "ROW_COLUMNS",
-    "Columns",
     "KeptGaps",
     "KeptRows",
 ]
@@ -63,7 +62,7 @@ ROW_COLUMNS = (
 INT_COLUMNS = ROW_COLUMNS[6:]
 
 
-class Columns:
+class _Columns:
     """Columns of equal length ``size`` filled in place: arrays of ``dtypes`` with room
     for ``capacity`` rows (doubled as rows arrive, never beyond ``limit``; each column
     grown on its own, so a growth copies one column at a time). Bytes held:
@@ -139,7 +138,7 @@ class KeptRows:
         default_factory=lambda: {m: StreamedStat() for m in (*REQUEST_METRICS, "preemptions")}
     )
     chunk: list[tuple[float, ...]] = field(default_factory=list)  # made an array per chunk
-    kept: Columns = field(default_factory=lambda: Columns(_DTYPES, KEEP_REQUESTS))
+    kept: _Columns = field(default_factory=lambda: _Columns(_DTYPES, KEEP_REQUESTS))
     stride: int = 1
 
     def add(self, row: tuple[float, ...]) -> None:
@@ -203,7 +202,7 @@ class KeptGaps:
     pending: list[np.ndarray] = field(default_factory=list)
     pending_weights: list[float] = field(default_factory=list)
     pending_size: int = 0
-    kept: Columns = field(default_factory=lambda: Columns(_GAP_DTYPES, KEEP_GAPS))
+    kept: _Columns = field(default_factory=lambda: _Columns(_GAP_DTYPES, KEEP_GAPS))
     exact: bool = True
 
     def add(self, values_ms: np.ndarray, weight: float) -> None:
@@ -222,7 +221,7 @@ class KeptGaps:
         self.stats.add(values, weights)
         if self.exact:
             if self.kept.size + values.size > KEEP_GAPS:
-                self.exact, self.kept = False, Columns(_GAP_DTYPES, 0)
+                self.exact, self.kept = False, _Columns(_GAP_DTYPES, 0)
             else:
                 self.kept.append([values, weights])
 

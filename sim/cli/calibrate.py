@@ -277,8 +277,11 @@ def calibrate_command(
             if given:
                 raise SpecsimError("needs --scenario (import-only mode fits nothing)", source=name)
     base = None
+    base_text = None
     if base_path:
-        base = load_scenario(base_path, sets)
+        # read once: the scenario and, for --out, the base file's own comments on its values
+        base_text = read_bounded_text(Path(base_path), limit=MAX_SCENARIO_BYTES)
+        base = load_scenario(base_path, sets, text=base_text)
         bind_file(base, base_path, sets)  # what the scenario means: the hardware model checks it
     fields = None
     if fit is not None:
@@ -295,8 +298,8 @@ def calibrate_command(
         return
     if out:
         origins = None
-        if base is not None and base_path:  # the base file's own comments on its values
-            stated = value_comments(read_bounded_text(Path(base_path), limit=MAX_SCENARIO_BYTES))
+        if base is not None and base_text is not None:  # the base file's own comments
+            stated = value_comments(base_text)
             origins = kept_origins(stated, base, run.calibration.scenario)
         text = calibrated_toml(
             run.calibration,

@@ -48,10 +48,12 @@ def check_depth(raw: Any, source: str) -> None:
         raise SpecsimError(f"tables and arrays nested deeper than {MAX_DEPTH}", source=source)
 
 
-def read_scenario_file(path: str | Path) -> dict[str, Any]:
+def read_scenario_file(path: str | Path, text: str | None = None) -> dict[str, Any]:
     """The raw TOML mapping of a scenario file with what its own values fix
-    (``fill_from_file``); SpecsimError if missing or not TOML."""
-    text = read_bounded_text(Path(path), limit=MAX_SCENARIO_BYTES)
+    (``fill_from_file``); SpecsimError if missing or not TOML. ``text``: the file's text
+    when the caller has already read it (then the file is not read again)."""
+    if text is None:
+        text = read_bounded_text(Path(path), limit=MAX_SCENARIO_BYTES)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -101,16 +103,20 @@ def fill_from_file(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_scenario(
-    path: str | Path, sets: Iterable[str] = (), settings: Iterable[Setting] = ()
+    path: str | Path,
+    sets: Iterable[str] = (),
+    settings: Iterable[Setting] = (),
+    text: str | None = None,
 ) -> Scenario:
     """Read a scenario file, override it (``--set`` strings ``'a.b=v'``, then a command's
     option ``settings`` as ``with_settings`` applies them) and validate it once: every
     value the command line gives, in one straight pass (read, merge, validate). A problem
     names the file, ``FILE (--set)`` when a ``--set`` field is involved, or
     ``OPTION (--set)`` for an option's field; a problem the file alone has names the file
-    whatever the command line set."""
+    whatever the command line set. ``text``: the file's text, when the caller reads it
+    for something else as well (``calibrate`` keeps its comments), so it is read once."""
     source = str(path)
-    raw = read_scenario_file(path)
+    raw = read_scenario_file(path, text)
     line = merge_command_line(raw, sets, settings, source)
     merged = read_growmap(line.raw, Path(path).parent, source)
     return scenario_from_dict(

@@ -140,3 +140,15 @@ def test_an_unquoted_path_says_how_to_quote_it():
     with pytest.raises(SpecsimError) as err:  # not a string: no quoting hint
         parse_value("[0.9, ")
     assert "quote" not in str(err.value)
+
+
+def test_a_text_already_read_is_not_read_again(write_scenario):
+    """``calibrate`` reads its base file once (the scenario and its comments from one
+    text): given the text, loading does not touch the file."""
+    path = write_scenario()
+    text = path.read_text()
+    before = load_scenario(path, ["acceptance.alpha=0.6"])
+    path.unlink()
+    assert load_scenario(path, ["acceptance.alpha=0.6"], text=text) == before
+    with pytest.raises(SpecsimError, match="no such file"):
+        load_scenario(path)

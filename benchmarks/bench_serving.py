@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.binding.bound import bind
 from sim.binding.serving import serving_cost
 from sim.scenario.load import load_scenario

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sim.binding.bind import draft_pass_table_ms
 from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity
 from sim.binding.state_shape import state_bandwidth_fraction, state_shape
+from sim.binding.tree_cost import draft_pass_table_ms
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.logit_rows import (

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.binding.bind import draft_binding, scenario_rates
 from sim.binding.bound import Bound, bind
+from sim.binding.closed_form import scenario_rates
+from sim.binding.draft_binding import draft_binding
 from sim.binding.serving import scenario_serving_cost
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.load_terms import REL_FLOOR, SWEEP_SOURCE

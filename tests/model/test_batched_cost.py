@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times
 from sim.binding.bound import bind
+from sim.binding.closed_form import pass_times
 from sim.binding.serving import serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
 from sim.model.cycle import PassTimes, cycle_cost

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
 from sim.simulation.serving.batch import DecodeBatch, accept_lengths
 from sim.simulation.serving.counter_rng import counter_bits, draw_keys, weyl_term, weyl_terms

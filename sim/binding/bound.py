@@ -130,7 +130,7 @@ class Bound:
     def with_serving(self, values: Mapping[str, float], source: str = "override") -> Bound:
         """The same bound model with ``values`` (``serving.*`` fields only) set by
         ``source``: no binding step reads ``[serving]`` (the serving plan reads it from the
-        bound scenario, sim/binding/serving.py), so nothing is bound again but the
+        bound scenario, sim/binding/serving_model.py), so nothing is bound again but the
         uncertain inputs, whose nominal values are the scenario's (a fit's every step:
         sim/calibration/load_fit.py)."""
         outside = sorted(k for k in values if not k.startswith("serving."))

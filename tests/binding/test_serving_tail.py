@@ -8,7 +8,7 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.closed_form import pass_times
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 

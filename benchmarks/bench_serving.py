@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.scenario.load import load_scenario
 from sim.simulation.serving import (
     ClosedLoop,

@@ -1,6 +1,8 @@
 """``bind(scenario) -> Bound``: a scenario turned, once, into the model everything above uses.
 
-A ``Bound`` holds what the scenario means (sim/binding/bind.py writes each meaning down):
+A ``Bound`` holds what the scenario means (each meaning written down once in this folder:
+acceptance_shape.py, acceptance_model.py, draft_binding.py, closed_form.py,
+drawn_cycle_times.py):
 the pass times on its hardware, the acceptance model by position (a tree's for a tree),
 the closed-form rates, the cycle at the pass times' own accept length (the one the Monte
 Carlo engines shift cycle by cycle) and the expected cycle at E[L]. Analysis, the Monte
@@ -18,16 +20,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.binding.bind import (
-    AcceptanceShape,
-    ChainBinding,
-    ResolvedAcceptance,
-    TreeBinding,
-    draft_binding,
-    drawn_cycle_times,
-    resolve_acceptance,
-)
+from sim.binding.acceptance_model import ResolvedAcceptance, resolve_acceptance
+from sim.binding.acceptance_shape import AcceptanceShape
 from sim.binding.decompose import scenario_hardware
+from sim.binding.draft_binding import ChainBinding, TreeBinding, draft_binding
+from sim.binding.drawn_cycle_times import drawn_cycle_times
 from sim.binding.inputs import UncertainInput, uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
@@ -58,14 +55,14 @@ class Bound:
     shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
-    ``resolved``: its ``[acceptance]`` resolved once (sim/binding/bind.py
+    ``resolved``: its ``[acceptance]`` resolved once (sim/binding/acceptance_model.py
     ``resolve_acceptance``: the shape with its tilt and the top-1 model), which gives the
     top-1 model at another k on the same shape, the shape factors and the rank shares of a
     tree;
     ``hardware``: the scenario's passes taken apart on its hardware
     (sim/hardware/pass_model.py); ``inputs``: its uncertain
     inputs (sim/binding/inputs.py), which the 90% intervals draw; ``drafting``: how it
-    drafts, a chain or a tree, decided once (sim/binding/bind.py ``draft_binding``). Two
+    drafts, a chain or a tree, decided once (sim/binding/draft_binding.py ``draft_binding``). Two
     bound models are equal only when they are the same object (their scenarios compare).
     """
 
@@ -92,7 +89,7 @@ class Bound:
     @property
     def factors(self) -> FactorsFn:
         """The shape factors g_1..g_k the closed forms scale at each k
-        (sim/binding/bind.py ``ResolvedAcceptance.factors``)."""
+        (sim/binding/acceptance_model.py ``ResolvedAcceptance.factors``)."""
         return self.resolved.factors
 
     @property
@@ -117,7 +114,7 @@ class Bound:
     @property
     def extend_growth(self) -> tuple[float, float]:
         """(ms per accepted token, accept length) of the draft extend's growth with L
-        (sim/binding/bind.py ``extend_growth``)."""
+        (its pass times' ``draft_extend_ms_per_token`` and ``draft_extend_tokens``)."""
         tokens = self.passes.draft_extend_tokens
         return self.passes.draft_extend_ms_per_token, float(
             self.num_steps + 1 if tokens is None else tokens
@@ -133,7 +130,7 @@ class Bound:
     def with_serving(self, values: Mapping[str, float], source: str = "override") -> Bound:
         """The same bound model with ``values`` (``serving.*`` fields only) set by
         ``source``: no binding step reads ``[serving]`` (the serving plan reads it from the
-        bound scenario, sim/binding/serving.py), so nothing is bound again but the
+        bound scenario, sim/binding/serving_model.py), so nothing is bound again but the
         uncertain inputs, whose nominal values are the scenario's (a fit's every step:
         sim/calibration/load_fit.py)."""
         outside = sorted(k for k in values if not k.startswith("serving."))
@@ -152,7 +149,7 @@ class Bound:
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
     ) -> CycleTimeModel:
         """The cycle-time model at a pass-time fidelity: at ``cycle`` the held cycle plus
-        ``timing.jitter_cv``; else drawn (``drawn_cycle_times``, sim/binding/bind.py)."""
+        ``timing.jitter_cv``; else drawn (sim/binding/drawn_cycle_times.py)."""
         if fidelity == "cycle":
             return CostCycleTimes(self.cycle, self.scenario.timing.jitter_cv)
         return drawn_cycle_times(self.scenario, self.hardware, fidelity, rng)

@@ -41,7 +41,7 @@ from sim.model.sobol import scrambled_sobol_points
 from sim.scenario.schema import Scenario
 
 if typing.TYPE_CHECKING:
-    from sim.binding.bind import AcceptanceShape
+    from sim.binding.acceptance_shape import AcceptanceShape
 
 _Z90 = 1.6448536269514722  # the standard normal's 95% quantile
 #: The two ends of an input reported as a driver: the 5% and 95% quantiles.

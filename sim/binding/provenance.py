@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from sim.binding.bind import AcceptanceShape
+from sim.binding.acceptance_shape import AcceptanceShape
 from sim.binding.bound import Bound
 from sim.binding.decompose import (
     EFFICIENCY_RANGE,

@@ -121,7 +121,7 @@ def best_tree_acceptance(scenario: Scenario, sglang: TreeAcceptance) -> TreeAcce
 def analyze_tree(scenario: Scenario, sglang: TreeAcceptance, cost: CycleCost) -> TreeAnalysis:
     """The tree part of the closed-form analysis of a tree scenario (``speculation.topk >
     1`` or a static ``speculation.tree``), its bound acceptance ``sglang`` and expected
-    cycle ``cost`` (``TreeBinding.tree_analysis``, sim/binding/bind.py)."""
+    cycle ``cost`` (``TreeBinding.tree_analysis``, sim/binding/draft_binding.py)."""
     sp = scenario.speculation
     optimal = best_tree_acceptance(scenario, sglang)
     targets = []

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import conditional_rates
+from sim.binding.closed_form import conditional_rates
 from sim.binding.priors import decay_prior, shape_error
 from sim.calibration.fit_block import FitBlock, block_from_fit, six_digits
 from sim.calibration.lsq import Param, fit_identifiable

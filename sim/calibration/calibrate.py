@@ -291,7 +291,7 @@ def calibrate(
 def measured_context(base: Scenario, data: Measurements) -> tuple[float, str] | None:
     """(tokens, origin) of the context the tok/s figures' passes ran at, for
     ``timing.context_tokens`` (the context the calibrated batch-1 passes hold at under
-    load, sim/binding/serving.py ``reference_context``): the mean over the figures whose
+    load, sim/binding/reference_context.py ``reference_context``): the mean over the figures whose
     files state it (a vLLM bench run's mean prompt + half its mean answer); None when none
     does, or when the base states its own (the base's is kept: it may hold for passes the
     figures do not refit)."""

@@ -3,7 +3,7 @@ past the measured positions above the fitted ones."""
 
 from __future__ import annotations
 
-from sim.binding.bind import conditional_rates
+from sim.binding.closed_form import conditional_rates
 from sim.calibration.measurements import Measurements
 from sim.model.profile_fit import DECAY_BOUNDS
 from sim.scenario.schema import Scenario

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.calibration.importers.per_request import PerRequestFile
 from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact
 from sim.calibration.result import Calibration, FittedValue

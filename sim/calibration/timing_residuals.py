@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import tree_cost
 from sim.binding.decompose import scenario_hardware
+from sim.binding.tree_cost import tree_cost
 from sim.calibration.lsq import Param
 from sim.calibration.measurements import Measurements, SpecPoint
 from sim.calibration.physics import derivable, implied_efficiency

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.binding.bind import draft_binding, scenario_rates
 from sim.binding.bound import Bound, bind
-from sim.binding.serving import scenario_serving_cost
+from sim.binding.closed_form import scenario_rates
+from sim.binding.draft_binding import draft_binding
+from sim.binding.serving_cost import scenario_serving_cost
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.load_terms import REL_FLOOR, SWEEP_SOURCE
 from sim.hardware.pass_terms import PassTerms
@@ -73,7 +74,7 @@ class TpotModel:
     serving plan (sim/simulation/serving/setup.py ``serving_setup``: its policies, KV
     capacity and checks, which read no serving term a fit moves), each run's draft,
     accept length, context and batches are worked out once, and ``tpot_ms(values)``
-    prices only the batched iteration cost again (sim/binding/serving.py
+    prices only the batched iteration cost again (sim/binding/serving_cost.py
     ``scenario_serving_cost``) with ``values`` (``serving.*`` fields: ``Bound.with_serving``).
     ``terms``: as ``predicted_tpot_ms`` takes them. The numbers are those of
     ``predicted_tpot_ms`` of the scenario with ``values`` set."""

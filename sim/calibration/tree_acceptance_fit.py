@@ -22,7 +22,7 @@ def tree_acceptance_block(base: Scenario, points: Sequence[SpecPoint]) -> FitBlo
     the tree built at the rank rates, E[L] = 1 + the sum of its path products), the ranks
     below by the base's residual shares; the scenario drafts the first row's tree. None
     when the base gives no rank shape."""
-    from sim.binding.bind import rank_shares  # lazy: tree rows only
+    from sim.binding.acceptance_model import rank_shares  # lazy: tree rows only
     from sim.model.tree.required import RankShape, accept_length
 
     spec = base.acceptance

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sim.binding.bind import pass_times
+from sim.binding.closed_form import pass_times
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import Measurements
 from sim.calibration.result import Calibration

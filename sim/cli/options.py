@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from sim.binding.bound import Bound
     from sim.scenario.schema import Scenario
 
-#: ``sim.simulation.engines.ENGINES`` and ``sim.binding.bind.FIDELITIES`` (tests check).
+#: ``sim.simulation.engines.ENGINES`` and ``sim.binding.drawn_cycle_times.FIDELITIES``
+#: (tests check).
 ENGINE_NAMES: tuple[str, ...] = ("des", "fast")
 FIDELITY_NAMES: tuple[str, ...] = ("cycle", "layer")
 

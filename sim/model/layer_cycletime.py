@@ -2,7 +2,7 @@
 
 Implements the cycle-time seam of sim/model/cycletime.py (``deterministic``, ``mean_ms``,
 ``var_ms``, ``sample(rng, n)``). A pool of layer-level SimPy pass times
-(sim/hardware/layer.py; sim/binding/bind.py builds the pools) is drawn once per pass
+(sim/hardware/layer.py; sim/binding/drawn_cycle_times.py builds the pools) is drawn once per pass
 (draft step, verify over k + 1 tokens, draft extend; the decode pass when k = 0), then
 each cycle resamples the pools (bootstrap): draft = the sum of k - 1 draft-step draws,
 verify and extend one draw each, overhead the scenario's constant. The pools carry what

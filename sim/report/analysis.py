@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sim.binding.bind import AcceptanceShape
+from sim.binding.acceptance_shape import AcceptanceShape
 from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
 from sim.report.format import count, fmt_alpha

@@ -6,7 +6,7 @@ A scenario describes one server and drafter as the user measured them. Every sec
 forbids unknown keys and is strict about types (TOML ``"2"`` is not an integer), so a
 typo is an error that names the file and the dotted field instead of a silent default.
 Loading is sim/scenario/load.py, validation sim/scenario/validate.py, ``--set`` and the
-other overrides sim/scenario/overrides.py; what the values mean is sim/binding/bind.py.
+other overrides sim/scenario/overrides.py; what the values mean is sim/binding/ (bound.py).
 """
 
 # No ``from __future__ import annotations`` here: pydantic evaluates a string annotation

@@ -64,7 +64,7 @@ def request_law(
     """The exact law of one request's tok/s (the caller has checked ``exact_obstacle``).
 
     ``extend_growth``: (ms per accepted token, accept length it is quoted at) of a draft
-    extend that grows with L (sim/binding/bind.py ``extend_growth``): then the joint law
+    extend that grows with L (sim/binding/bound.py ``Bound.extend_growth``): then the joint law
     of cycles and emitted tokens, since a request's time is n (T - s t) + s E.
     """
     pmf = length_pmf(acceptance)

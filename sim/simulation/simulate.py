@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bind import FIDELITIES
 from sim.binding.bound import Bound, as_bound
+from sim.binding.drawn_cycle_times import FIDELITIES
 from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
 from sim.parallel import LocalExecutor

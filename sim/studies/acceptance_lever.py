@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import acceptance_model, anchored_factors
+from sim.binding.acceptance_model import acceptance_model
+from sim.binding.acceptance_shape import anchored_factors
 from sim.binding.bound import Bound
 from sim.model.acceptance import AcceptanceModel, Spread
 from sim.model.closed_forms import over_cap
@@ -50,7 +51,7 @@ class AcceptanceLever:
     The lever value ``x`` scales the mean rates of the scenario's acceptance model (in the
     model layer: no scenario is re-validated per rate): with one anchored profile
     (``kind == "alpha"``: an alpha, accept length or first rate under the scenario's shape,
-    sim/binding/bind.py ``acceptance_shape``) x is the first-position rate a_1 and the
+    sim/binding/acceptance_shape.py ``acceptance_shape``) x is the first-position rate a_1 and the
     rates are min(1, x g_i) for the shape's factors g (all 1 for a flat shape: x is
     Leviathan's alpha); with per-position rates or a mix (``kind == "profile"``) every mean
     rate r becomes min(1, x r), so the profile keeps its shape. Per-request spread
@@ -209,7 +210,7 @@ class BoundAcceptance:
     model (mean rates by position) and the anchored shape factors g_1..g_K (ones for a
     listed profile or a mix), shape (K,). The binding's rates at position i do not depend
     on k (an anchor's first rate comes from its measured k0, the shape and tilt are per
-    position: sim/binding/bind.py), so every shorter k is a cut of them (``at``)."""
+    position: sim/binding/acceptance_shape.py), so every shorter k is a cut of them (``at``)."""
 
     model: AcceptanceModel
     factors: np.ndarray

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bind import AcceptanceShape
+from sim.binding.acceptance_shape import AcceptanceShape
 from sim.binding.bound import Bound
 from sim.binding.provenance import (
     Assumption,

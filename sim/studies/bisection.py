@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from sim.binding.bind import bound_cycle_cost
 from sim.binding.bound import Bound, as_bound
+from sim.binding.closed_form import bound_cycle_cost
 from sim.errors import SpecsimError
 from sim.model.cycle import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel

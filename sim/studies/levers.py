@@ -2,7 +2,7 @@
 drafter, next to plain decoding (the reference) and the scenario as it is.
 
 Each lever is a set of overrides on the scenario; its long-run tok/s is the closed form
-(renewal-reward, sim/binding/bind.py), with two ranges:
+(renewal-reward, sim/binding/closed_form.py), with two ranges:
 
 * its 90% interval from inputs and model (sim/uncertainty/answers.py: the lever's
   scenario with its stated errors and ranges, the acceptance priors and shape error,

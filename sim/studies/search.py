@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import draft_binding
 from sim.binding.bound import Bound, bind
+from sim.binding.draft_binding import draft_binding
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
 from sim.hardware.passes import PassMemo

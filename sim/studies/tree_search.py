@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import acceptance_model, rank_shares, tree_cost
+from sim.binding.acceptance_model import acceptance_model, rank_shares
 from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, draw_inputs
+from sim.binding.tree_cost import tree_cost
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PassMemo

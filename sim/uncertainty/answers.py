@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bind import ChainBinding, TreeBinding
 from sim.binding.bound import Bound, bind
+from sim.binding.draft_binding import ChainBinding, TreeBinding
 from sim.binding.inputs import UncertainInput, study_rows
 from sim.model.sampled import SampledModel, chain_answers
 from sim.scenario.overrides import with_overrides

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bind import ChainBinding, TreeBinding
 from sim.binding.bound import Bound, bind
+from sim.binding.draft_binding import ChainBinding, TreeBinding
 from sim.binding.inputs import conditioned, correlation_matrix, driver_rows, nominal_row
 from sim.scenario.overrides import field_value, with_overrides
 from sim.scenario.schema import Scenario

@@ -95,7 +95,7 @@ def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
 
 
 def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.binding.serving import target_vocab  # lazy: serving only
+    from sim.binding.per_request_costs import target_vocab  # lazy: serving only
     from sim.model.logit_rows import BYTES_PER_LOGIT_RANGE, DEFAULT_BYTES_PER_LOGIT  # lazy
 
     if target_vocab(scenario) is None:

@@ -20,12 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.binding.bind import (
-    acceptance_shape,
-    conditional_rates,
-    measured_depth,
-)
+from sim.binding.acceptance_shape import acceptance_shape, measured_depth
 from sim.binding.bound import Bound
+from sim.binding.closed_form import conditional_rates
 from sim.binding.decompose import scenario_pass_times
 from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.errors import SpecsimError

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.binding.bind import acceptance_model, bound_cycle_cost, rank_shares
+from sim.binding.acceptance_model import acceptance_model, rank_shares
 from sim.binding.bound import Bound
+from sim.binding.closed_form import bound_cycle_cost
 from sim.binding.inputs import UncertainInput, nominal_row
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import CycleCost

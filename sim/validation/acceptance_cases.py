@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sim.binding.bind import scenario_rates
+from sim.binding.closed_form import scenario_rates
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import AcceptLengthObs, Measurements
 from sim.calibration.result import Calibration

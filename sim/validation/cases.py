@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.binding.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
+from sim.binding.acceptance_shape import implicit_tilt
 from sim.binding.bound import bind
+from sim.binding.closed_form import cycle_cost, pass_times, scenario_rates
 from sim.binding.priors import shape_error
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import (

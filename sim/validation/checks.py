@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.binding.bind import cycle_cost
+from sim.binding.closed_form import cycle_cost
 from sim.model import metrics
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.cycle import CycleCost, required_accept_length, throughput_tok_s

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import scenario_rates
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.closed_form import scenario_rates
+from sim.binding.serving_cost import serving_cost
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.rates import mean_accept_length
 from sim.scenario.overrides import with_overrides

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import scenario_rates
 from sim.binding.bound import bind
-from sim.binding.serving import target_vocab
+from sim.binding.closed_form import scenario_rates
+from sim.binding.per_request_costs import target_vocab
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
 from sim.model.rates import mean_accept_length
 from sim.scenario.schema import Scenario

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario

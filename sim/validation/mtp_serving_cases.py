@@ -124,7 +124,7 @@ def _scenario(
     """The curve's scenario; ``max_running``: the speculating server's admission cap
     (None: the KV pool's, as the plain server's); ``host``: host-work fields of
     ``[serving]`` (None: the defaults); ``points``: ``[[timing.points]]`` (None: none, the
-    prefill priced from the decode's calibration, sim/binding/serving.py)."""
+    prefill priced from the decode's calibration, sim/binding/serving_cost.py)."""
     serving: dict[str, Any] = {"batching": "prefill_first", "host_overlap": "baseline"}
     if max_running is not None:
         serving["max_running_requests_speculative"] = max_running

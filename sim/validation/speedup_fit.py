@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import optimize
 
-from sim.binding.bind import scenario_rates
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.closed_form import scenario_rates
+from sim.binding.serving_cost import serving_cost
 from sim.model.rates import mean_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario

@@ -16,8 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.binding.bind import draft_pass_table_ms
 from sim.binding.decompose import scenario_hardware
+from sim.binding.tree_cost import draft_pass_table_ms
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree import Tree
 from sim.model.tree.metrics import from_tree_accept_length

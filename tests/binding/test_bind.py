@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_model, draft_pass_table_ms, pass_times, tree_cost
+from sim.binding.acceptance_model import acceptance_model
+from sim.binding.closed_form import pass_times
 from sim.binding.decompose import scenario_hardware
+from sim.binding.tree_cost import draft_pass_table_ms, tree_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 
@@ -72,8 +74,8 @@ def test_bound_holds_the_model_built_once_and_read_only():
 def test_bound_holds_what_the_binding_functions_derive(name):
     """A ``Bound``'s pass times, rates and cycles are the binding's own answers, computed
     once: the expected cycle at E[L], the cycle-time model's at the passes' own L."""
-    from sim.binding.bind import bound_cycle_cost, cycle_cost, scenario_rates
     from sim.binding.bound import bind
+    from sim.binding.closed_form import bound_cycle_cost, cycle_cost, scenario_rates
 
     sc = load_scenario(SEED.parent / name)
     bound = bind(sc)

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.binding.bind import pass_times
 from sim.binding.bound import bind
+from sim.binding.closed_form import pass_times
 from sim.binding.decompose import measured_pass_times, scenario_hardware
 from sim.binding.provenance import launch_origin
 from sim.cli import main

@@ -25,7 +25,7 @@ def test_breakdown_on_another_point_rescales_compute_per_rank():
 def test_verify_slope_is_taken_at_the_measured_token_count():
     """decompose.py scenario_pass_times: slope = table[m0] - table[m0 - 1] (verify over m0 + 1 minus
     over m0); the experts table is concave, so another pair differs."""
-    from sim.binding.bind import pass_times
+    from sim.binding.closed_form import pass_times
     from tests.conftest import ROOT
 
     path = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-graphed.toml"

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US

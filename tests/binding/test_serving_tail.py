@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.closed_form import pass_times
+from sim.binding.serving_cost import serving_cost
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 

@@ -7,7 +7,7 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.hardware.launch import critical_path_ms
 from sim.hardware.passes import pass_schedule
 from sim.scenario.load import load_scenario

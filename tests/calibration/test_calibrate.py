@@ -197,7 +197,7 @@ def test_prediction_stderr_covers_held_out_tok_s() -> None:
     truth = 1000.0 * al4 / cycle_cost(passes, 4).total_ms
 
     def predict(s):
-        from sim.binding.bind import cycle_cost as scenario_cycle_cost
+        from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 
         return 1000.0 * al4 / scenario_cycle_cost(s, 4).total_ms
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.binding.bind import baseline_tok_s, closed_form_tok_s
 from sim.binding.bound import bind
+from sim.binding.closed_form import baseline_tok_s, closed_form_tok_s
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import baseline_measurement, point_measurement
 from sim.report.calibrate import calibrated_toml

@@ -411,7 +411,7 @@ def test_a_verify_the_figures_refute_is_fitted_to_them(tmp_path: Path) -> None:
     verify to the figures, and the slope to other k is the line through the measured
     decode and verify (here below the extra experts' reads at peak bandwidth: the range
     reaches up to them)."""
-    from sim.binding.bind import closed_form_tok_s, pass_times
+    from sim.binding.closed_form import closed_form_tok_s, pass_times
 
     derived = pass_times(_qwen3_235b_server(tmp_path, SPEC_TOK_S_DERIVED).scenario).verify_ms
     cal = _qwen3_235b_server(tmp_path, SPEC_TOK_S_REFUTED)
@@ -433,7 +433,7 @@ def test_a_refits_base_values_are_the_scenario_init_wrote(tmp_path: Path) -> Non
     """The report's "base" beside a fitted pass is the uncalibrated scenario's (what
     ``specsim run`` prints on it), not the first fit's that the verify refit starts from
     (a decode fitted to 11.2 ms was shown as its own base)."""
-    from sim.binding.bind import pass_times
+    from sim.binding.closed_form import pass_times
 
     init, cal = _qwen3_235b_init(tmp_path, SPEC_TOK_S_REFUTED)
     assert cal is not None
@@ -447,7 +447,7 @@ def test_a_refits_base_values_are_the_scenario_init_wrote(tmp_path: Path) -> Non
 def test_a_verify_the_figures_allow_is_kept(tmp_path: Path) -> None:
     """Figures the hardware model's verify reproduces keep it and the intercept fit (the
     dense and MoE servers whose EAGLE-3 runs it predicts): no refit, no note."""
-    from sim.binding.bind import pass_times
+    from sim.binding.closed_form import pass_times
 
     cal = _qwen3_235b_server(tmp_path, SPEC_TOK_S_DERIVED)
     assert cal is not None
@@ -463,8 +463,8 @@ def test_a_derived_moe_verify_carries_the_expert_reads_range(tmp_path: Path) -> 
     fused-MoE kernel at hardware.expert_read_efficiency (0.934 of peak, not the decode's
     0.148), and the answer draws that share over its assumed range 0.5-1, which moves the
     speculative tok/s."""
-    from sim.binding.bind import closed_form_tok_s, pass_times
     from sim.binding.bound import bind
+    from sim.binding.closed_form import closed_form_tok_s, pass_times
     from sim.calibration.init_calibrate import init_and_calibrate
     from sim.calibration.measurements import BaselinePoint, Measurements
     from sim.scenario.overrides import with_overrides

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times, scenario_rates
+from sim.binding.closed_form import pass_times, scenario_rates
 from sim.calibration.load_fit import fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.load_terms import HOST_FIELD, REL_FLOOR, SKEW_FIELD, SLOPE_FIELD, SPEC_FIELD

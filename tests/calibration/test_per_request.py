@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.binding.bound import bind
 from sim.calibration.importers.per_request import RequestCounts, read_per_request
 from sim.calibration.spread_fit import KAPPA_BOUNDS, fit_spread, latent_log_weights
@@ -256,7 +256,7 @@ def test_the_written_spread_is_an_uncertain_input_of_later_answers(tmp_path: Pat
 
 
 def test_a_prediction_carries_the_spread_error() -> None:
-    from sim.binding.bind import closed_form_tok_s
+    from sim.binding.closed_form import closed_form_tok_s
     from sim.calibration.calibrate import calibrate
     from sim.calibration.measurements import Measurements
     from sim.calibration.spread import per_request_measurement, with_spread

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.binding.bind import closed_form_tok_s
+from sim.binding.closed_form import closed_form_tok_s
 from sim.calibration.calibrate import calibrate
 from sim.calibration.importers.vllm_metrics import read_vllm_metrics
 from sim.calibration.measurements import (

@@ -161,7 +161,7 @@ def test_bad_convert_inputs(args):
 
 def test_cli_choices_match_the_library_registries():
     """The CLI lists engines and fidelities without importing the library (start-up)."""
-    from sim.binding.bind import FIDELITIES
+    from sim.binding.drawn_cycle_times import FIDELITIES
     from sim.cli.options import ENGINE_NAMES, FIDELITY_NAMES
     from sim.simulation.engines import ENGINES
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sim.binding.bind import conditional_rates, pass_times
-from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.closed_form import conditional_rates, pass_times
+from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 from sim.cli import main
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS

@@ -1,7 +1,7 @@
 """`specsim init` then `specsim serve`: the scenario init writes runs under load on every
 init path (plain decoding, EAGLE-3, EAGLE, MTP of DeepSeek's and of the Qwen3.5 family's
 nested config, a draft model, DSpark and DFlash), each passes derived by the hardware model
-from the weights alone, so at zero context (sim/binding/serving.py ``reference_context``).
+from the weights alone, so at zero context (sim/binding/reference_context.py ``reference_context``).
 
 A sane answer, from the scenario's own batch-1 figures (``specsim run``): 4 users on a
 memory-bound server each decode at most as fast as one alone (the load and their KV reads

@@ -66,7 +66,7 @@ def test_the_scalar_and_the_array_paths_agree():
 
 def test_the_scenario_key_reaches_the_verify_only_and_keeps_batch_one():
     from sim.binding.bound import bind
-    from sim.binding.serving import serving_cost
+    from sim.binding.serving_cost import serving_cost
     from sim.scenario.load import load_scenario
 
     def cost(sets):

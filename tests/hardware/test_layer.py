@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import sample_pass_ms
 from sim.binding.decompose import scenario_hardware
+from sim.binding.drawn_cycle_times import sample_pass_ms
 from sim.hardware.jitter import (
     expected_max_multiplier,
     max_multiplier_variance,

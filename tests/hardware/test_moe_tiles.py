@@ -92,7 +92,7 @@ def test_a_pass_is_charged_the_padded_rows_as_pairs_only_beyond_the_experts():
 
 def test_the_scenario_key_reaches_the_serving_passes_and_keeps_batch_one():
     from sim.binding.bound import bind
-    from sim.binding.serving import serving_cost
+    from sim.binding.serving_cost import serving_cost
     from sim.scenario.load import load_scenario
 
     def cost(sets):

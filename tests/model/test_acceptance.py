@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sim.binding.bind import acceptance_model, conditional_rates
+from sim.binding.acceptance_model import acceptance_model
+from sim.binding.closed_form import conditional_rates
 from sim.errors import SpecsimError
 from sim.model.acceptance import beta_raw_moments
 from sim.model.closed_forms import leviathan_accept_length

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.closed_form import pass_times
+from sim.binding.serving_cost import serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.drafts import draft_cycle_cost

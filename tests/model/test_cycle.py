@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.binding.bind import baseline_tok_s
-from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.closed_form import baseline_tok_s
+from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.scenario.load import load_scenario
 

@@ -116,7 +116,7 @@ def test_calibrate_sees_the_extend_growth_when_accept_lengths_differ():
 
 
 def test_derived_drafter_steps_take_the_per_step_overhead():
-    from sim.binding.bind import cycle_cost as scenario_cycle_cost
+    from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
     from sim.errors import SpecsimError
     from sim.scenario.load import load_scenario
     from tests.conftest import SEED

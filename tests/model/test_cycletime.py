@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.binding.bound import bind
+from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.scenario.load import load_scenario

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.host_work import OVERLAPS, HostWork
@@ -136,7 +136,7 @@ def test_the_scenario_sets_the_host_work():
 
 
 def test_the_report_line_says_the_value_its_origin_and_who_hides_it():
-    from sim.binding.serving import host_work_note
+    from sim.binding.serving_notes import host_work_note
 
     default = host_work_note(load_scenario(SEED, []))
     assert "20 us per running request" in default

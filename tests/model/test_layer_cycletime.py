@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sim.binding.bind import cycle_cost as scenario_cycle_cost
-from sim.binding.bind import layer_cycle_times
+from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 from sim.binding.decompose import scenario_hardware
+from sim.binding.drawn_cycle_times import layer_cycle_times
 from sim.cli import main
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel

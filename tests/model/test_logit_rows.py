@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.serving import logit_rows, logit_rows_note, serving_cost
+from sim.binding.per_request_costs import logit_rows
+from sim.binding.serving_cost import serving_cost
+from sim.binding.serving_notes import logit_rows_note
 from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import (

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.serving_cost import serving_cost
 from sim.calibration.init_request import InitRequest
 from sim.calibration.init_scenario import init_scenario
 from sim.hardware.batched import SLOPE_RANGE

@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times
 from sim.binding.bound import bind
+from sim.binding.closed_form import pass_times
 from sim.errors import SpecsimError
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves, pass_load
 from sim.model.cycle import PassTimes, cycle_cost, draft_over_ms

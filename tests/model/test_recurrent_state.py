@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.serving import recurrent_state, recurrent_state_note, serving_cost
+from sim.binding.per_request_costs import recurrent_state
+from sim.binding.serving_cost import serving_cost
+from sim.binding.serving_notes import recurrent_state_note
 from sim.binding.state_shape import state_bandwidth_fraction
 from sim.calibration.physics import decode_roofline_ms
 from sim.errors import SpecsimError

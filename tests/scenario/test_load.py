@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from sim.binding.bind import conditional_rates
+from sim.binding.closed_form import conditional_rates
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import apply_overrides, parse_assignment, parse_value, with_overrides
@@ -99,7 +99,7 @@ def test_override_errors_point_at_set(write_scenario):
 
 def test_a_copy_derives_from_its_own_fields(seed_path):
     """A scenario keeps no memo: a copy with a changed field derives from that field."""
-    from sim.binding.bind import pass_times
+    from sim.binding.closed_form import pass_times
 
     seed = load_scenario(seed_path)
     before = pass_times(seed)

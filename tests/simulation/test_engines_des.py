@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.binding.bind import acceptance_model
-from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.acceptance_model import acceptance_model
 from sim.binding.bound import bind
+from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 from sim.model.closed_forms import leviathan_accept_length
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sim.binding.bind import acceptance_model
-from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.acceptance_model import acceptance_model
+from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import cycles_pmf, request_tok_s_distribution

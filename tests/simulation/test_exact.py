@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.binding.bound import bind
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides

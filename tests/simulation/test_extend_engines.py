@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sim.binding.bind import cycle_cost
+from sim.binding.closed_form import cycle_cost
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import request_tok_s_distribution
 from sim.scenario.overrides import with_overrides

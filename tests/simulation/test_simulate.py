@@ -136,7 +136,7 @@ def test_confidence_intervals():
 
 def test_ci95_covers_the_exact_mean_at_the_nominal_rate(seed_path):
     """Coverage of the t interval over 60 seeds: ~95%, so 49..60 (binomial 4 SE-ish)."""
-    from sim.binding.bind import cycle_cost as scenario_cycle_cost
+    from sim.binding.closed_form import cycle_cost as scenario_cycle_cost
     from sim.model.rates import accept_length_pmf
     from sim.model.renewal import request_tok_s_distribution
 

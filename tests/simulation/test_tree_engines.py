@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from sim.binding.bind import cycle_cost
 from sim.binding.bound import bind
+from sim.binding.closed_form import cycle_cost
 from sim.model.renewal import request_tok_s_distribution
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.theory import tree_accept_pmf

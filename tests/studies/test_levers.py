@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sim.binding.bind import baseline_tok_s, closed_form_tok_s
 from sim.binding.bound import bind
+from sim.binding.closed_form import baseline_tok_s, closed_form_tok_s
 from sim.cli import main
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import leviathan_accept_length

@@ -13,8 +13,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.binding.bind import acceptance_shape, pass_times, resolve_acceptance
+from sim.binding.acceptance_model import resolve_acceptance
+from sim.binding.acceptance_shape import acceptance_shape
 from sim.binding.bound import bind
+from sim.binding.closed_form import pass_times
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k, leviathan_accept_length

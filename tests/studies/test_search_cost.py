@@ -13,12 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sim.binding.bind as bind
+import sim.binding.closed_form as bind
 import sim.studies.acceptance_lever as lever_module
 import sim.studies.search as search
-from sim.binding.bind import acceptance_model, anchored_factors, pass_times
+from sim.binding.acceptance_model import acceptance_model
+from sim.binding.acceptance_shape import anchored_factors
 from sim.binding.bound import Bound
 from sim.binding.bound import bind as bind_scenario
+from sim.binding.closed_form import pass_times
 from sim.hardware.passes import PassMemo
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost

@@ -10,8 +10,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sim.binding.bind import closed_form_tok_s
 from sim.binding.bound import bind
+from sim.binding.closed_form import closed_form_tok_s
 from sim.cli import main
 from sim.report.hardware import render_hardware
 from sim.scenario.load import load_scenario

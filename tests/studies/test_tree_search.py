@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from sim.binding.bind import acceptance_model, pass_times, rank_shares, tree_cost
+from sim.binding.acceptance_model import acceptance_model, rank_shares
+from sim.binding.closed_form import pass_times
 from sim.binding.decompose import scenario_hardware
+from sim.binding.tree_cost import tree_cost
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k
 from sim.model.tree.acceptance import TreeAcceptance, TreeDraft

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import pin_verify_tokens
 from sim.studies.tree_search import TreeTarget, search_trees, tree_configs

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import cycle_cost, scenario_rates
 from sim.binding.bound import bind
+from sim.binding.closed_form import cycle_cost, scenario_rates
 from sim.model.cycle import throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario

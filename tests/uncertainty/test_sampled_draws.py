@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import cycle_cost
 from sim.binding.bound import bind
+from sim.binding.closed_form import cycle_cost
 from sim.binding.inputs import draw_inputs, nominal_row
 from sim.errors import SpecsimError
 from sim.model.profile_scales import scales_of_rows
@@ -80,7 +80,7 @@ def test_nominal_row_is_the_scenario() -> None:
 def test_sampled_tok_s_takes_the_extend_at_the_accept_length(write_scenario) -> None:
     """A draft extend that grows with the accepted tokens: the nominal draw is the closed
     form at every k."""
-    from sim.binding.bind import closed_form_tok_s
+    from sim.binding.closed_form import closed_form_tok_s
 
     text = MINIMAL.replace(
         "draft_extend_ms = 2.0",

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_shape, conditional_rates, scenario_rates
+from sim.binding.acceptance_shape import acceptance_shape
 from sim.binding.bound import bind
+from sim.binding.closed_form import conditional_rates, scenario_rates
 from sim.binding.inputs import draw_inputs, nominal_row
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario

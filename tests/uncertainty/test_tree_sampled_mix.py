@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_shape
+from sim.binding.acceptance_shape import acceptance_shape
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs
 from sim.scenario.load import load_scenario

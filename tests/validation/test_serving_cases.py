@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.binding.bind import scenario_rates
+from sim.binding.closed_form import scenario_rates
 from sim.model.rates import mean_accept_length
 from sim.validation import serving_data as pub
 from sim.validation.kimi_rtx6kpro_cases import RTX6KPRO_CYCLE_MS, kimi_scenario

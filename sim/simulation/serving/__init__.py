@@ -3,16 +3,17 @@ concurrency, in SimPy.
 
 Modules: ``workload`` (arrival patterns, requests), ``lengths`` (length distributions),
 ``scheduler`` (continuous batching configuration; the speculation policies it runs are
-sim/model/policy.py), ``counter_rng`` (per-request
-acceptance draws), ``batch`` (the decode batch and the arithmetic of a block of
-iterations), ``engine`` (one replication, wired from ``plan`` (the plan and a policy worked
-out on it), ``streams`` (its random streams), ``server`` (the scheduler's state, wiring
-its rooms: ``admission``, ``planner``, ``advance``, ``answers``, ``prefills`` and
-``kv_ledger``, with ``block_size``, ``deliveries`` and ``held_rows``), ``processes`` (the
-SimPy processes) and ``timeouts`` (timeouts landing on a block's ends)), ``records``
-(what a replication records), ``metrics`` (TTFT, TPOT, ITL, throughput, paired
-speedups), ``simulate`` (replications and seeds), ``stability`` (an upper bound on the
-requests a second a server answers, to check an open load against before simulating it).
+sim/model/policy.py), ``counter_rng`` (per-request acceptance draws), ``decode_batch``
+(the decode batch as arrays), ``accept_lengths``, ``block_plan`` and ``step_plan`` (the
+arithmetic of a block of iterations and of one), ``engine`` (one replication, wired from
+``plan`` (the plan and a policy worked out on it), ``streams`` (its random streams),
+``server`` (the scheduler's state, wiring its rooms: ``admission``, ``planner``,
+``advance``, ``answers``, ``prefills`` and ``kv_ledger``, with ``block_size``,
+``deliveries`` and ``held_rows``), ``processes`` (the SimPy processes) and ``timeouts``
+(timeouts landing on a block's ends)), ``records`` (what a replication records),
+``metrics`` (TTFT, TPOT, ITL, throughput, paired speedups), ``simulate`` (replications
+and seeds), ``stability`` (an upper bound on the requests a second a server answers, to
+check an open load against before simulating it).
 """
 
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy

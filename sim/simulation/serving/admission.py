@@ -19,7 +19,7 @@ import heapq
 import numpy as np
 import simpy
 
-from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.kv_cache import KvCache
 from sim.simulation.serving.prefills import Prefills
 from sim.simulation.serving.records import Recorder

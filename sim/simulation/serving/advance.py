@@ -14,12 +14,15 @@ import numpy as np
 
 from sim.simulation.serving.admission import Admission
 from sim.simulation.serving.answers import Answers
-from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, int_min
+from sim.simulation.serving.block_plan import BlockPlan
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.deliveries import deliver
+from sim.simulation.serving.int_reductions import int_min
 from sim.simulation.serving.kv_ledger import KvLedger
 from sim.simulation.serving.planner import BlockPlanner
 from sim.simulation.serving.prefills import Prefilling, Prefills, advance_chunks
 from sim.simulation.serving.records import Recorder
+from sim.simulation.serving.step_plan import StepPlan
 
 __all__ = ["Advance"]
 

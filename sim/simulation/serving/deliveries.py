@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.records import Recorder
 
 __all__ = ["deliver"]

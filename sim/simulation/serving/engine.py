@@ -8,7 +8,7 @@ besides random numbers and the policy; ``Drafting``: a policy worked out on it o
 ``admission``, ``planner``, ``advance``, ``answers``, ``prefills`` and ``kv_ledger``; with
 ``block_size``, ``deliveries`` and ``held_rows``), ``processes`` (the SimPy processes, plain
 generators that only yield events: the arrivals and ``scheduler_process``), ``timeouts``
-(``jumps``: the delays of timeouts that land exactly on a block's ends), and ``batch``
+(``jumps``: the delays of timeouts that land exactly on a block's ends), and ``block_plan``
 (the arithmetic of a block of decode iterations, pure and vectorized over the batch).
 Here: the wiring of a replication, and whether its requests are held as rows of the
 decode batch instead of objects (``holds_rows``, ``rows_pay``).

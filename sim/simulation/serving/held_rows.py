@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.job import JobPool
 from sim.simulation.serving.records import Recorder
 from sim.simulation.serving.workload import RequestSource

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.model.kv_blocks import whole_blocks_array
-from sim.simulation.serving.batch import int_sum
+from sim.simulation.serving.int_reductions import int_sum
 from sim.simulation.serving.kv_cache import KvCache
 from sim.simulation.serving.plan import Drafting
 

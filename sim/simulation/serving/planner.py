@@ -2,10 +2,10 @@
 iteration at the batch's size (the policy's, or its adaptive controller's), how many
 iterations one event plans (block_size.py ``block_iterations``, and no further than an
 adaptive controller keeps its k), how many of them no arrival can cut
-(``uncut_iterations``), and the plan itself: a block of iterations (batch.py
-``plan_block``), one iteration alone (``plan_step``), or a chunked iteration (the decode
-batch first, then prompt chunks in what is left of the token budget). Planning changes
-nothing: committing a plan is advance.py's.
+(``uncut_iterations``), and the plan itself: a block of iterations (block_plan.py
+``plan_block``), one iteration alone (step_plan.py ``plan_step``), or a chunked
+iteration (the decode batch first, then prompt chunks in what is left of the token
+budget). Planning changes nothing: committing a plan is advance.py's.
 """
 
 from __future__ import annotations
@@ -20,22 +20,18 @@ from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, max_tokens, verify_tokens
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.simulation.serving.admission import Admission
-from sim.simulation.serving.batch import (
-    BlockPlan,
-    DecodeBatch,
-    StepPlan,
-    int_min,
-    plan_block,
-    plan_step,
-)
+from sim.simulation.serving.block_plan import BlockPlan, plan_block
 from sim.simulation.serving.block_size import (
     admissible_arrival,
     block_iterations,
     uncut_iterations,
 )
+from sim.simulation.serving.decode_batch import DecodeBatch
+from sim.simulation.serving.int_reductions import int_min
 from sim.simulation.serving.kv_ledger import KvLedger
 from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.prefills import Prefilling, Prefills
+from sim.simulation.serving.step_plan import StepPlan, plan_step
 
 __all__ = ["BlockPlanner", "threshold_columns"]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from sim.simulation.serving.batch import StepPlan
 from sim.simulation.serving.server import Server
+from sim.simulation.serving.step_plan import StepPlan
 from sim.simulation.serving.timeouts import jump, jumps
 from sim.simulation.serving.workload import RequestSource, Trace
 

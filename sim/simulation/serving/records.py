@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim.simulation.serving.batch import int_sum
+from sim.simulation.serving.int_reductions import int_sum
 from sim.simulation.serving.kept_rows import KeptGaps, KeptRows
 from sim.simulation.serving.serving_record import ServingRecord, WindowTally
 from sim.simulation.serving.workload import Request

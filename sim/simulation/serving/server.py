@@ -7,7 +7,7 @@ boundary while a running slot is free and its KV fits (``admission``: ``Admissio
 with preemption). Decode iterations follow the SGLang cycle of what the policy drafts at
 that batch size, a chain or a tree (sim/model/batched_cost.py, sim/model/drafts.py),
 planned as blocks of iterations (``planner``: ``BlockPlanner``, over ``block_size``'s
-pure rules and batch.py's ``plan_block``, pure and vectorized over the batch, so the
+pure rules and block_plan.py's ``plan_block``, pure and vectorized over the batch, so the
 Python work per iteration is at most one timeout and one admission check whatever the
 batch size): acceptance is decided per request from its own rates, or its own tree's
 depth survival (``batch.accept_lengths``). A committed plan advances the batch
@@ -28,7 +28,7 @@ import simpy
 from sim.simulation.serving.admission import Admission
 from sim.simulation.serving.advance import Advance
 from sim.simulation.serving.answers import Answers
-from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.kv_ledger import KvLedger
 from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.planner import BlockPlanner, threshold_columns

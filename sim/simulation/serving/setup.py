@@ -1,7 +1,7 @@
 """A scenario's ``[serving]`` and ``[workload]`` as a serving plan, its policies and SLOs.
 
 What each key means is written once here (the cost model comes from
-``sim.binding.serving.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
+``sim.binding.serving_cost.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
 which inputs were given, which were defaulted and which were derived.
 """
 
@@ -18,7 +18,7 @@ from scipy.special import ndtri
 
 from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
-from sim.binding.serving import serving_model
+from sim.binding.serving_model import serving_model
 from sim.errors import SpecsimError
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
@@ -36,7 +36,7 @@ from sim.simulation.serving.scheduler import SchedulerConfig, admission_cap
 from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload
 
-if TYPE_CHECKING:  # only named here: the passes are built in sim/binding/serving.py
+if TYPE_CHECKING:  # only named here: the passes are built in sim/binding/serving_cost.py
     from sim.hardware.pass_terms import PassTerms
 
 __all__ = [
@@ -396,7 +396,7 @@ def serving_setup(
     name) beside the baseline instead of the scenario's own policy (a study comparing
     drafts: the plan then covers every depth, width and lookahead they use). The batched
     cost, acceptance, rank shares and KV capacity are the bound scenario's serving model
-    (sim/binding/serving.py ``serving_model``), built here once; ``terms``: the token-count
+    (sim/binding/serving_model.py ``serving_model``), built here once; ``terms``: the token-count
     terms its passes share with the other setups of a study (sim/hardware/batched.py
     ``PassTerms``; None: a table of this setup's own)."""
     scenario = bound.scenario

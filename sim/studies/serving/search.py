@@ -277,7 +277,7 @@ def search_at_load(
     """``search_acceptance`` with per-user tok/s simulated at ``load``; the result names
     the load and says that its closed-form columns (hint, ceiling) are batch-1 numbers.
     The lever is the batch-1 search's: the scenario's acceptance shape (flat, or the
-    decay-aware shape of sim/binding/bind.py ``acceptance_shape``) scaled by its
+    decay-aware shape of sim/binding/acceptance_shape.py ``acceptance_shape``) scaled by its
     first-position rate, or a listed profile or mix scaled as a whole."""
     simulate = ServingStats(load, None if base_dir is None else str(base_dir))
     result = search_acceptance(

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from sim.binding.bind import draft_binding
 from sim.binding.bound import bind
+from sim.binding.draft_binding import draft_binding
 from sim.errors import SpecsimError
 from sim.hardware.pass_terms import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens

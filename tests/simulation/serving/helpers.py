@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import acceptance_model, pass_times, rank_shares
+from sim.binding.acceptance_model import acceptance_model, rank_shares
+from sim.binding.closed_form import pass_times
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.overrides import with_overrides

@@ -1,7 +1,7 @@
 """A decode batch's columns are views of one table: code writes into them, never rebinds.
 
 ``DecodeBatch`` keeps ids, Weyl terms, counts, contexts, cycles and times as views of one
-preallocated table (sim/simulation/serving/batch.py); ``batch.need[...] = x`` and
+preallocated table (sim/simulation/serving/decode_batch.py); ``batch.need[...] = x`` and
 ``batch.need -= x`` write into the table, while a plain ``batch.need = x`` would detach the
 view and the next compaction would silently lose it. The engine's modules are read here so
 that such a rebinding fails a test instead of a simulation.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.decode_batch import DecodeBatch
 
 SERVING = Path(__file__).resolve().parents[3] / "sim" / "simulation" / "serving"
 
@@ -60,7 +60,7 @@ def test_a_column_written_in_place_stays_a_view_of_the_table():
 def test_the_expected_path_is_the_rows_after_every_change():
     """``DecodeBatch.expected_path`` (kept while the rows stay) is ``expected_path`` of the
     rows there now: after appending, removing and keeping rows, for each draft's columns."""
-    from sim.simulation.serving.batch import expected_path
+    from sim.simulation.serving.accept_lengths import expected_path
 
     rng = np.random.default_rng(5)
     batch = DecodeBatch(3, capacity=2)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_model
+from sim.binding.acceptance_model import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
-from sim.simulation.serving.batch import DecodeBatch, accept_lengths
+from sim.simulation.serving.accept_lengths import accept_lengths
 from sim.simulation.serving.counter_rng import counter_bits, draw_keys, weyl_term, weyl_terms
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.workload import (
     KEY_BLOCK,
     LENGTH_BLOCK,

@@ -11,7 +11,7 @@ from sim.model.controllers import SGLangAdaptive
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
-from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.engine import holds_rows, run_replication
 from sim.simulation.serving.records import Recorder
 from sim.simulation.serving.simulate import serving_streams

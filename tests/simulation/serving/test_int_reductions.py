@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.simulation.serving.batch import LIST_ROWS, int_min, int_sum
+from sim.simulation.serving.int_reductions import LIST_ROWS, int_min, int_sum
 
 
 @pytest.mark.parametrize("size", [1, 2, LIST_ROWS - 1, LIST_ROWS, LIST_ROWS + 1, 1000])

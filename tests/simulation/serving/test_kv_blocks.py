@@ -9,7 +9,8 @@ import pytest
 
 from sim.model.kv_blocks import whole_blocks, whole_blocks_array
 from sim.simulation.serving import ClosedLoop, FixedK
-from sim.simulation.serving.batch import DecodeBatch, _block_growth, plan_block
+from sim.simulation.serving.block_plan import _block_growth, plan_block
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.simulate import serving_streams
 from tests.simulation.serving.helpers import plan

@@ -13,8 +13,8 @@ from sim.model.policy import FixedK, KTable
 from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop
 from sim.simulation.serving.admission import PREEMPTED, WAITING, Admission
-from sim.simulation.serving.batch import DecodeBatch
 from sim.simulation.serving.block_size import admissible_arrival
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.kv_ledger import KvLedger
 from sim.simulation.serving.plan import Drafting
 from sim.simulation.serving.planner import threshold_columns

@@ -1,4 +1,4 @@
-"""One decode iteration planned alone (batch.py ``plan_step``, engine.py ``step_done``):
+"""One decode iteration planned alone (step_plan.py ``plan_step``, engine.py ``step_done``):
 the numbers of a block of one iteration (``plan_block``, ``decode_done``), bit for bit."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ import pytest
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
-from sim.simulation.serving.batch import DecodeBatch, plan_block, plan_step
+from sim.simulation.serving.block_plan import plan_block
+from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.planner import BlockPlanner
 from sim.simulation.serving.simulate import serving_streams
+from sim.simulation.serving.step_plan import plan_step
 from tests.simulation.serving.helpers import WITH_KV, plan, records_equal, tree_plan
 
 TREE = TreeDraft(3, 2, 6)

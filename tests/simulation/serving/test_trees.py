@@ -136,8 +136,8 @@ def test_padded_extend_costs_more_than_the_accepted_path():
 def test_the_batch_one_engines_run_the_tree_cycle_not_the_chain():
     """The seed server's tree: its verify over 8 tokens costs 5 x 0.7 ms more than the
     chain's over 3, and the Monte Carlo's cycle is the closed forms' tree cycle."""
-    from sim.binding.bind import cycle_cost
     from sim.binding.bound import bind
+    from sim.binding.closed_form import cycle_cost
     from sim.scenario.load import load_scenario
     from tests.conftest import SEED
 

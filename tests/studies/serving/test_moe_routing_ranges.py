@@ -106,7 +106,7 @@ def test_a_serving_answer_names_the_routing_inputs_it_holds() -> None:
     """A MoE's serving answer lists the overlap and the pair efficiency among its
     assumptions, each held (not in the interval) unless the scenario draws it; a dense
     target routes no experts and has no such line."""
-    from sim.binding.serving import expert_routing_note
+    from sim.binding.serving_notes import expert_routing_note
 
     note = expert_routing_note(bind(load_scenario(SERVING)))
     assert note is not None

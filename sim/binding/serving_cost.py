@@ -1,38 +1,25 @@
 """A bound scenario's passes at batch > 1: the batched iteration cost a serving plan runs
 on (``serving_cost``, sim/model/batched_cost.py over sim/hardware/batched.py), built from
-the ``Bound``'s own hardware model and batch-1 pass times, and with it what else a serving
-plan reads from the bound scenario (``serving_model``: its acceptance over the policies'
-drafts, rank shares, KV capacity, notes), built once per serving setup."""
+the ``Bound``'s own hardware model and batch-1 pass times (``measured_passes``), and with
+its scenario's ``[model]`` terms at the reference context (``scenario_serving_cost``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sim.binding.bind import draft_pass_table_ms
 from sim.binding.bound import Bound
-from sim.binding.kv_capacity import KvCapacity
-from sim.binding.state_shape import state_bandwidth_fraction, state_shape
+from sim.binding.per_request_costs import logit_rows, recurrent_state
+from sim.binding.reference_context import reference_context
+from sim.binding.tree_cost import draft_pass_table_ms
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
-from sim.model.logit_rows import (
-    BYTES_PER_LOGIT_RANGE,
-    DEFAULT_BYTES_PER_LOGIT,
-    LogitRows,
-    logit_row_ms,
-)
-from sim.model.recurrent_state import STATE_BANDWIDTH_READINGS, RecurrentState
-from sim.scenario.schema import Scenario
 from sim.scenario.sections.timing import TimingPoint
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass
-    from sim.hardware.pass_model import PassModel
     from sim.hardware.pass_physics import MeasuredPass
     from sim.hardware.pass_terms import PassTerms
-    from sim.hardware.passes import HardwarePoint
     from sim.model.batched_cost import IterationCost
-    from sim.model.tree.rates import Shares
 
 
 #: Pass kinds of a serving iteration, and whether each runs on the drafter.
@@ -93,48 +80,6 @@ def measured_passes(
         else:
             measured.setdefault(kind, []).append(found)
     return anchors, measured
-
-
-def host_work_note(scenario: Scenario) -> str:
-    """One line for a serving report: the host work per request, where its value comes
-    from, and which iterations hide it (sim/model/host_work.py)."""
-    # lazy: serving only
-    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
-    from sim.scenario.sections.serving import ServingSpec
-
-    serving = scenario.serving or ServingSpec()
-    low, high = US_PER_REQUEST_RANGE
-    origin, reason = scenario.given_origin("serving.host_us_per_request")
-    if origin == "override":
-        said = reason
-    elif serving.host_us_per_request == DEFAULT_US_PER_REQUEST:
-        said = f"assumed, the default; public measurements put it at {low:g}-{high:g} us"
-    else:
-        said = "given in the scenario"
-    hides = {
-        "baseline": "hidden behind the GPU in plain decoding only, serial in a speculating "
-        "server's iterations (SGLang, TensorRT-LLM)",
-        "both": "hidden behind the GPU in every iteration (vLLM >= 0.14)",
-        "none": "serial in every iteration (vLLM before 0.14)",
-    }[serving.host_overlap]
-    share = (
-        f"; {serving.host_batch1_share:g} of the batch-1 iteration is host work "
-        "(serving.host_batch1_share), so the overlap hides only what the GPU's own growth "
-        "covers"
-        if serving.host_batch1_share
-        else ""
-    )
-    factor = (
-        f"; {serving.host_spec_factor:g} times that a request in an iteration that drafts "
-        "and verifies (serving.host_spec_factor)"
-        if serving.host_spec_factor != 1.0
-        else ""
-    )
-    return (
-        f"host work: {serving.host_us_per_request:g} us per running request per iteration "
-        f"beyond the first ({said}), {hides} (serving.host_overlap = "
-        f"'{serving.host_overlap}'){share}{factor}"
-    )
 
 
 def serving_cost(
@@ -330,191 +275,6 @@ def serving_cost(
     )
 
 
-def target_vocab(scenario: Scenario) -> float | None:
-    """The target's vocabulary, ``model.lm_head_params`` / ``model.hidden_size`` (None:
-    the scenario gives neither, and the logit rows are not priced)."""
-    model = scenario.model
-    if not model.lm_head_params or not model.hidden_size:
-        return None
-    return model.lm_head_params / model.hidden_size
-
-
-def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
-    """What a row of target logits costs on ``hardware`` (sim/model/logit_rows.py): the
-    vocabulary (``target_vocab``) at ``serving.bytes_per_logit`` (None:
-    ``DEFAULT_BYTES_PER_LOGIT``; ``LogitRows.given`` says which) and the tensor-parallel
-    gather; not priced (0) without the vocabulary or a GPU preset."""
-    vocab, gpu = target_vocab(scenario), hardware.gpu
-    if vocab is None or gpu is None:
-        return LogitRows()
-    given = scenario.serving.bytes_per_logit if scenario.serving is not None else None
-    per_logit = DEFAULT_BYTES_PER_LOGIT if given is None else given
-    return LogitRows(
-        logit_row_ms(
-            vocab,
-            per_logit,
-            gpu.memory_bandwidth_gbps,
-            hardware.gpus,
-            hardware.interconnect.bus_bandwidth_gbps,
-        ),
-        vocab,
-        per_logit,
-        given is not None,
-    )
-
-
-def recurrent_state(
-    scenario: Scenario, hardware: HardwarePoint, hw: PassModel | None = None
-) -> RecurrentState:
-    """A request's states in the target's passes (sim/model/recurrent_state.py):
-    ``state_shape`` at ``state_bandwidth_fraction`` (the scenario's
-    ``serving.state_bandwidth_fraction``, else its server's measured batch-1 memory
-    efficiency) of the GPU preset's memory bandwidth; none
-    when the scenario gives no state. SpecsimError naming ``hardware.gpu`` when a state is
-    given without a GPU preset to move it at. ``hw``: the scenario's hardware model when
-    the caller holds it (``serving_cost``: the ``Bound``'s), so it is not taken apart again."""
-    shape = state_shape(scenario)
-    if not shape:
-        return RecurrentState()
-    gpu = hardware.gpu
-    if gpu is None:
-        raise SpecsimError(
-            "needed with model.state_bytes_per_request (or the conv state): the memory "
-            "bandwidth the state moves at",
-            field="hardware.gpu",
-        )
-    return RecurrentState(shape, gpu.memory_bandwidth_gbps, state_bandwidth_fraction(scenario, hw))
-
-
-def recurrent_state_note(state: RecurrentState) -> str:
-    """One line for a serving report: what a request's states add to a target pass
-    (``state``, as ``recurrent_state`` priced it)."""
-    plain_us = state.request_ms(0) * 1e3
-    shape = state.shape
-    conv = (
-        f" and its conv state, {shape.conv_bytes_per_position * shape.conv_positions / 1e6:,.2f}"
-        f" MB ({shape.conv_positions} positions, k more when speculating: read and the window "
-        "written once a pass)"
-        if shape.conv_bytes_per_position
-        else "; conv state not priced"
-    )
-    low, high = STATE_BANDWIDTH_READINGS
-    at = (
-        "at the GPU's peak bandwidth (serving.state_bandwidth_fraction 1; public GDN decode "
-        f"kernels reach {low:g}-{high:g} of peak)"
-        if state.fraction == 1.0
-        else f"at {state.fraction:.3g} of the GPU's peak bandwidth (serving."
-        "state_bandwidth_fraction, else the server's measured batch-1 memory efficiency)"
-    )
-    return (
-        f"recurrent state: {state.bytes_per_request / 1e6:,.1f} MB a request "
-        "(model.state_bytes_per_request), read once and written once per token by every "
-        f"target pass{conv}, {at}: {plain_us:.3g} us a request in plain decoding, more in a "
-        "verify of k + 1 tokens; prefill chunks not priced"
-    )
-
-
-def expert_routing_note(bound: Bound) -> str | None:
-    """One line for a serving report of a MoE (None: a dense target): the two routing inputs
-    of its batched expert reads that no calibration identifies and that are held at their
-    value unless the scenario draws them (among ``bound.inputs``, what the intervals draw;
-    docs/studies/moe-routing-ranges.md): the overlap of a request's consecutive tokens'
-    experts and the fused-MoE kernel's pair FLOP efficiency, each with where it comes from
-    and its plausible range."""
-    scenario = bound.scenario
-    if not scenario.model.experts:
-        return None
-    # lazy: serving only
-    from sim.hardware.experts import (
-        PAIR_FLOP_EFFICIENCY,
-        PAIR_FLOP_EFFICIENCY_RANGE,
-        STEP_EXPERT_OVERLAP,
-        STEP_EXPERT_OVERLAP_RANGE,
-    )
-
-    serving = scenario.serving
-    drawn = {u.field for u in bound.inputs}
-    parts = []
-    for key, default, (low, high) in (
-        ("expert_overlap", STEP_EXPERT_OVERLAP, STEP_EXPERT_OVERLAP_RANGE),
-        ("pair_flop_efficiency", PAIR_FLOP_EFFICIENCY, PAIR_FLOP_EFFICIENCY_RANGE),
-    ):
-        given = getattr(serving, key) if serving is not None else None
-        said = "assumed, the default" if given is None else "given in the scenario"
-        held = "drawn" if f"serving.{key}" in drawn else "held"
-        value = default if given is None else given
-        parts.append(f"serving.{key} {value:g} ({said}; plausible {low:g}-{high:g}, {held})")
-    return (
-        "expert routing: "
-        + ", ".join(parts)
-        + "; a held one is not in the 90% interval (docs/studies/moe-routing-ranges.md: at "
-        "their ends a 64-user gain moved by about 4%)"
-    )
-
-
-def logit_rows_note(rows: LogitRows) -> str:
-    """One line for a serving report: what a row of target logits costs (``rows``, as
-    ``logit_rows`` priced it: its vocabulary, bytes a logit and whether those are the
-    scenario's or assumed, sim/model/logit_rows.py)."""
-    row_us = rows.row_ms * 1e3
-    if not row_us:
-        return (
-            "logit rows: not priced (no model.lm_head_params and model.hidden_size to give "
-            "the vocabulary)"
-        )
-    low, high = BYTES_PER_LOGIT_RANGE
-    said = (
-        f"{rows.bytes_per_logit:g} bytes a logit, given in the scenario"
-        if rows.given
-        else f"{rows.bytes_per_logit:g} bytes a logit, greedy decoding, assumed; {low:g}-"
-        f"{high:g} from an arg-max over the bf16 row to sampling with top-k and top-p"
-    )
-    return (
-        f"logit rows: {row_us:.3g} us a row of {rows.vocab:,.0f} target logits ({said}; the "
-        "tensor-parallel gather included), a row a request in plain decoding and the verify's "
-        "tokens a request when speculating"
-    )
-
-
-#: The batch-1 pass times a scenario can give; any left out is derived by the hardware model.
-BATCH1_FIELDS = ("decode_ms", "verify_ms", "draft_step_ms", "draft_extend_ms")
-
-
-def reference_context(scenario: Scenario, source: str) -> tuple[float, str]:
-    """(the context in tokens at which the batch-1 [timing] passes hold, a note for the
-    assumptions, empty when the scenario states it): ``timing.context_tokens`` when given.
-    Without it, when the scenario models context (``model.kv_bytes_per_token`` or
-    ``attention_flops_per_pair``) and gives no batch-1 pass time and no ``timing.points``
-    entry without its own context, 0: every batch-1 pass is then derived from the weights
-    alone (sim/hardware/roofline.py leaves the KV reads and attention out), the pass at zero
-    context, and the batched model adds each request's KV reads and attention at its own
-    context. A measured pass holds at the context it was measured at, which only the file
-    can say: SpecsimError naming ``timing.context_tokens`` (``source``: the scenario's
-    file)."""
-    model, timing = scenario.model, scenario.timing
-    if timing.context_tokens is not None:
-        return timing.context_tokens, ""
-    if not (model.kv_bytes_per_token or model.attention_flops_per_pair):
-        return 0.0, ""
-    measured = [f"timing.{f}" for f in BATCH1_FIELDS if getattr(timing, f) is not None]
-    measured += [
-        f"timing.points[{i}]" for i, p in enumerate(timing.points or []) if p.context_tokens is None
-    ]
-    if measured:
-        raise SpecsimError(
-            "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
-            f"which the [timing] passes were measured ({', '.join(measured)}; specsim init "
-            "--context-tokens, or --set timing.context_tokens=N)",
-            source=source,
-            field="timing.context_tokens",
-        )
-    return 0.0, (
-        "reference context: 0 tokens, derived (no timing.context_tokens and no measured "
-        "batch-1 pass: the hardware model's passes read the weights only, so the KV reads and "
-        "attention of each request's context are all added under load)"
-    )
-
-
 def scenario_serving_cost(
     bound: Bound,
     *,
@@ -544,76 +304,3 @@ def scenario_serving_cost(
         )
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None
-
-
-@dataclass(frozen=True, slots=True)
-class ServingModel:
-    """What a serving plan takes from a bound scenario, built once: the batched iteration
-    ``cost``, the ``acceptance`` model over the policies' longest draft, the
-    ``rank_shares`` of their widest tree (empty without one), the ``kv`` capacity the
-    scheduler runs with (sim/binding/kv_capacity.py), and the ``notes`` for the
-    assumptions (the cost's, then the KV capacity's and the host work's)."""
-
-    cost: IterationCost
-    acceptance: AcceptanceModel
-    rank_shares: Shares | tuple[()]
-    kv: KvCapacity
-    notes: tuple[str, ...]
-
-
-def serving_model(
-    bound: Bound,
-    *,
-    speculative: bool,
-    max_beams: int,
-    max_k: int,
-    widest: int,
-    source: str,
-    capacity: KvCapacity,
-    terms: PassTerms | None = None,
-) -> ServingModel:
-    """The serving plan's model of ``bound``: its batched cost (``serving_cost`` with the
-    scenario's ``[model]`` KV and attention terms at ``timing.context_tokens`` and its
-    ``timing.points``; ``speculative``: the drafter's passes; ``max_beams``: the widest
-    drafter pass), the acceptance model up to ``max_k`` positions and the rank shares of
-    ``widest`` ranks (both from the acceptance bind resolved, ``Bound.resolved``) and the
-    KV ``capacity`` its caller derived (``kv_capacity(scenario, speculative)``, read once:
-    a hybrid's state pool under SGLang's rule also bounds the admission caps the draft
-    lookups take). Errors name ``source`` (the scenario's file); ``terms``: as
-    ``serving_cost`` takes them."""
-    scenario = bound.scenario
-    spec, timing = scenario.model, scenario.timing
-    notes = []
-    kv = spec.kv_bytes_per_token
-    attn = spec.attention_flops_per_pair
-    _, reference_note = reference_context(scenario, source)
-    if reference_note:
-        notes.append(reference_note)
-    if kv is None:
-        notes.append("KV reads: not modelled (no model.kv_bytes_per_token): passes ignore context")
-    if attn is None:
-        notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
-    cost = scenario_serving_cost(
-        bound, speculative=speculative, max_beams=max_beams, source=source, terms=terms
-    )
-    measured = sorted({p.kind for p in timing.points or []})
-    notes.append(
-        "batched passes: the hardware model calibrated to the batch-1 [timing] passes"
-        + (f" and measured points for {', '.join(measured)}" if measured else "")
-        + (
-            ""
-            if "prefill" in measured
-            else "; prefill: no measured prefill, the decode pass's curve (assumed; the "
-            "compute-bound prefill is then priced at the decode pass's slope)"
-        )
-    )
-    logit_note = logit_rows_note(cost.logits)
-    notes.extend((capacity.note, host_work_note(scenario), logit_note))
-    routing = expert_routing_note(bound)
-    if routing is not None:
-        notes.append(routing)
-    if cost.state.shape:
-        notes.append(recurrent_state_note(cost.state))
-    acceptance = bound.resolved.at(max_k)
-    shares = bound.resolved.rank_shares(widest)
-    return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

@@ -1,5 +1,5 @@
-"""Small scenarios built in code for the Monte Carlo tests, and a fit replayed for the
-renderings of one command."""
+"""Small scenarios built in code for the Monte Carlo tests, and a fit or a study replayed
+for the renderings of one command."""
 
 from __future__ import annotations
 
@@ -73,16 +73,19 @@ def mix_without_kernel_count(directory: Path) -> Path:
     return path
 
 
-def replay_once(fit: Callable[..., Any]) -> Callable[..., Any]:
+def replay_once(fit: Callable[..., Any], ignoring: tuple[str, ...] = ()) -> Callable[..., Any]:
     """``fit`` run once; later calls with the same arguments get its result again (a
-    calibration is deterministic in its inputs: the text, --verbose and --json renderings
-    of one command need one fit), other arguments fail the test."""
+    calibration or a study is deterministic in its inputs: the text, --verbose and --json
+    renderings of one command need one run), other arguments fail the test. The keyword
+    arguments named in ``ignoring`` are not compared (an executor or a progress bar, made
+    anew by each command: same seed, same output whatever runs it)."""
     done: list[tuple] = []
 
     def once(*args, **kwargs):
+        compared = {k: v for k, v in kwargs.items() if k not in ignoring}
         if not done:
-            done.append((args, kwargs, fit(*args, **kwargs)))
-        assert (args, kwargs) == done[0][:2], "calibrate asked for another fit"
+            done.append((args, compared, fit(*args, **kwargs)))
+        assert (args, compared) == done[0][:2], "the command asked for another run"
         return done[0][2]
 
     return once

@@ -5,7 +5,7 @@ lines ending in a backslash) is a command, and the lines after it, up to the nex
 line or the end of the block, are its output as shown. The command runs through click's
 CliRunner in a scratch directory that sees the repository's scenarios; the shown output
 must match the real one line by line, where a line ``...`` stands for any number of lines
-(none included). Trailing spaces are ignored. An example preceded by the line
+(none included). Trailing spaces are ignored. A block preceded by the line
 ``<!-- slow -->`` is marked slow (``make test-slow``). A ``python`` block is executed from
 the repository root; when the next block is a ``text`` block without commands, that is its
 printed output, compared the same way. docs/validation.md is generated and holds no
@@ -107,9 +107,10 @@ def all_examples() -> list[Example]:
     ]
 
 
-def python_blocks() -> list[tuple[str, str, tuple[str, ...] | None]]:
-    """(where, code, shown output or None) of every ``python`` block."""
-    out = []
+def python_blocks() -> list[object]:
+    """(where, code, shown output or None) of every ``python`` block, as a test's
+    parameters (marked slow where the block is)."""
+    out: list[object] = []
     for path in DOCS:
         if path.name in SKIP:
             continue
@@ -125,7 +126,9 @@ def python_blocks() -> list[tuple[str, str, tuple[str, ...] | None]]:
                 and not any(x.startswith("$ ") for x in nxt.lines)
                 else None
             )
-            out.append((f"{path.name}:{b.line}", "\n".join(b.lines), shown))
+            where = f"{path.name}:{b.line}"
+            marks = [pytest.mark.slow] if b.slow else []
+            out.append(pytest.param(where, "\n".join(b.lines), shown, id=where, marks=marks))
     return out
 
 

@@ -3,9 +3,13 @@ answers' intervals conditioned on the figures the calibration recorded.
 
 The truth is the Llama-3.1-8B H100 scenario with host work 30 us a request and kernel slope
 1.3 (the defaults are 20 and 1), decode-only (``serving.prefill = "skip"``: the load fit's
-model has no prefill interruptions). specsim serves it at 1, 8 and 32 users; each run's
-mean and spread of TPOT and its accept length are written as ``vllm bench serve`` results;
-``calibrate`` fits the base scenario to them, and ``serve`` answers from the calibrated one.
+model has no prefill interruptions). specsim served it at 1, 8 and 32 users; each run's
+mean and spread of TPOT and its accept length are the ``vllm bench serve`` results of
+scenarios/sweeps/llama31-8b-synthetic-vllm.jsonl (docs/load-calibration.md shows how, and
+its example checks the file still holds what the simulation gives). ``calibrate`` fits the
+base scenario to them as docs/load-calibration.md's example does, once for every test here
+(the shipped calibrated scenario is what it writes), and ``serve`` answers from the
+calibrated one.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import json
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -24,47 +27,29 @@ from sim.cli import main
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.scenario.toml_writer import dumps_scenario
-from sim.simulation.serving.metrics import request_metrics
 from sim.studies.serving.serve import serve
 from tests.helpers import replay_once
 
 ROOT = Path(__file__).parents[2]
 SCENARIO = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
 TRUTH = {HOST_FIELD: 30.0, SLOPE_FIELD: 1.3}
-LOADS = (1, 8, 32)
-PROMPT, ANSWER = 128, 256
+ANSWER = 256  # output tokens a request
+
+#: The sweep specsim made of the truth (docs/load-calibration.md).
+SWEEP = "scenarios/sweeps/llama31-8b-synthetic-vllm.jsonl"
+#: docs/load-calibration.md's calibration, which wrote the shipped calibrated scenario (run
+#: it from the repository's root with --out SHIPPED when the fit changes what it writes).
+SHIPPED = "scenarios/sweeps/llama31-8b-1xh100-eagle3-calibrated.toml"
+EXAMPLE = ("calibrate", "--scenario", "scenarios/llama31-8b-1xh100-eagle3.toml",
+           "--set", 'serving.prefill="skip"', "--set", "workload.output_tokens=256",
+           "--baseline-tok-s", "223.53", "--point", "5:4.7146:366.76",
+           "--load-sweep", SWEEP)  # fmt: skip
+REGENERATE = f"stale: regenerate with `specsim {shlex.join(EXAMPLE)} --out {SHIPPED}`"
 
 
 def _base():
     sc = load_scenario(SCENARIO)
     return with_overrides(sc, {"serving.prefill": "skip", "workload.output_tokens": ANSWER})
-
-
-def _bench_rows(truth) -> list[dict]:
-    """Each load's two runs as vllm bench serve writes them (--save-result)."""
-    rows = []
-    for users in LOADS:
-        served = serve(truth, concurrency=users, replications=4, requests=64, seed=7)
-        assert served.run is not None and served.summary is not None
-        for name, records in served.run.records.items():
-            tpot = np.concatenate([request_metrics(r)["tpot_ms"] for r in records])
-            tpot = tpot[~np.isnan(tpot)]
-            row = {
-                "max_concurrency": users,
-                "request_rate": "inf",
-                "completed": int(tpot.size),
-                "total_input_tokens": PROMPT * int(tpot.size),
-                "total_output_tokens": ANSWER * int(tpot.size),
-                "mean_tpot_ms": float(tpot.mean()),
-                "std_tpot_ms": float(tpot.std()),
-                "mean_e2el_ms": float(tpot.mean() * ANSWER),
-            }
-            if name != "baseline":
-                row["spec_decode_acceptance_length"] = served.summary.policies[
-                    name
-                ].accept_length.mean
-            rows.append(row)
-    return rows
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -74,26 +59,19 @@ def _run(*args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory) -> dict:
-    """The base and calibrated scenario files, the sweep and calibrate's JSON."""
+    """docs/load-calibration.md's calibration (``EXAMPLE``, from the repository's root) fitted
+    once for its text with --out and its JSON; the base scenario written out, the sweep."""
     tmp = tmp_path_factory.mktemp("sweep")
-    base = _base()
-    rows = _bench_rows(with_overrides(base, TRUTH))
-    sweep = tmp / "sweep.jsonl"
-    sweep.write_text("".join(json.dumps(r) + "\n" for r in rows))
     base_path = tmp / "base.toml"
-    base_path.write_text(dumps_scenario(base))
-    plain, spec = rows[0], rows[1]  # the 1-user runs: the batch-1 figures
-    al = spec["spec_decode_acceptance_length"]
-    point = f"{base.num_steps}:{al:.6g}:{1000.0 / spec['mean_tpot_ms']:.6g}"
+    base_path.write_text(dumps_scenario(_base()))
+    rows = [json.loads(line) for line in (ROOT / SWEEP).read_text().splitlines()]
     out = tmp / "calibrated.toml"
-    baseline = f"{1000.0 / plain['mean_tpot_ms']:.6g}"
-    args = ["calibrate", "--scenario", str(base_path), "--baseline-tok-s", baseline,
-            "--point", point, "--load-sweep", str(sweep)]  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:  # --json renders the same fit: not fitted twice
+        mp.chdir(ROOT)
         mp.setattr(calibration_run, "run_calibration", replay_once(calibration_run.run_calibration))
-        code, text = _run(*args, "--out", str(out))
+        code, text = _run(*EXAMPLE, "--out", str(out))
         assert code == 0, text
-        code, js = _run(*args, "--json")
+        code, js = _run(*EXAMPLE, "--json")
         assert code == 0, js
     return {"base": base_path, "out": out, "text": text, "json": json.loads(js), "rows": rows}
 
@@ -106,7 +84,7 @@ def test_calibrate_says_what_it_identified_and_records_the_figures(calibrated) -
     figures = sc.serving.calibrated_on
     assert [f.load for f in figures] == [1.0, 1.0, 8.0, 8.0, 32.0, 32.0]
     assert [f.measured for f in figures] == [r["mean_tpot_ms"] for r in calibrated["rows"]]
-    assert {Path(f.source).name for f in figures} == {"sweep.jsonl"}
+    assert {f.source for f in figures} == {SWEEP}
     assert "kernel_slope" in sc.serving.calibrated_terms
 
 
@@ -243,25 +221,9 @@ def _numbers(tree, prefix=""):
     return {prefix.rstrip("."): tree}
 
 
-#: docs/load-calibration.md's calibration, which wrote the shipped calibrated scenario (run
-#: it from the repository's root with --out SHIPPED when the fit changes what it writes).
-SHIPPED = "scenarios/sweeps/llama31-8b-1xh100-eagle3-calibrated.toml"
-EXAMPLE = ("calibrate", "--scenario", "scenarios/llama31-8b-1xh100-eagle3.toml",
-           "--set", 'serving.prefill="skip"', "--set", "workload.output_tokens=256",
-           "--baseline-tok-s", "223.53", "--point", "5:4.7146:366.76",
-           "--load-sweep", "scenarios/sweeps/llama31-8b-synthetic-vllm.jsonl")  # fmt: skip
-
-
-REGENERATE = f"stale: regenerate with `specsim {shlex.join(EXAMPLE)} --out {SHIPPED}`"
-
-
-def test_the_shipped_calibrated_scenario_is_what_calibrate_writes(tmp_path, monkeypatch) -> None:
-    monkeypatch.chdir(ROOT)
-    out = tmp_path / "calibrated.toml"
-    code, text = _run(*EXAMPLE, "--out", str(out), "-q")
-    assert code == 0, text
+def test_the_shipped_calibrated_scenario_is_what_calibrate_writes(calibrated) -> None:
     shipped = load_scenario(ROOT / SHIPPED)
-    mine = load_scenario(out)
+    mine = load_scenario(calibrated["out"])
     assert mine.serving.calibrated_on == shipped.serving.calibrated_on
     assert mine.serving.calibrated_terms == shipped.serving.calibrated_terms
     a, b = _numbers(mine.model_dump()), _numbers(shipped.model_dump())

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from tests.conftest import ROOT
+from tests.helpers import replay_once
 
 LLAMA = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
 SMALL = [
@@ -52,14 +53,18 @@ def test_json_document_and_text(tmp_path):
     assert "closed loops of 1 user;" in text  # one user, not "1 users"
 
 
-def test_the_first_screen_fits_and_verbose_has_the_rest():
+def test_the_first_screen_fits_and_verbose_has_the_rest(monkeypatch):
     """The answer (where each tree stops beating each chain, the best draft per load), the
     per-user tok/s with their intervals and one line of assumptions: at most 25 lines of
     at most 100 characters with two trees over the default seven loads; --verbose adds
-    the paired ratios and every assumption."""
+    the paired ratios and every assumption. One study (2 draws: the lines do not depend on
+    their number) rendered both ways."""
+    import sim.studies.serving.tree_load as study
     from sim.report.screen import fits
 
-    two = [*SMALL[:-4], "--tree", "5/4/8", "--tree", "6/8/32"]  # the default loads
+    once = replay_once(study.tree_load_study, ignoring=("executor", "progress"))
+    monkeypatch.setattr(study, "tree_load_study", once)
+    two = [*SMALL[:-4], "--tree", "5/4/8", "--tree", "6/8/32", "--draws", "2"]  # default loads
     code, text = run(LLAMA, *two)
     assert code == 0, text
     rows = text.splitlines()

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+import sim.studies.tree_search as tree_search
 from sim.binding.bound import bind
 from sim.binding.inputs import nominal_row
 from sim.scenario.load import load_scenario
@@ -23,6 +24,7 @@ from sim.uncertainty.tree_required_draws import XTOL, drawn_accept_lengths, requ
 from sim.uncertainty.tree_sampled import sampled_tree
 from tests.cli.test_errors import run_cli
 from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty
+from tests.helpers import replay_once
 
 RANKS = "acceptance.rank_profile"
 FLAT = {RANKS: "sequoia-jf68m-llama2-7b", "acceptance.shape": "flat"}
@@ -141,7 +143,10 @@ def test_a_spread_says_it_has_no_interval(flat) -> None:
     assert row is not None and row.top1_interval90 is None
 
 
-def test_the_cli_prints_and_lists_the_interval() -> None:
+def test_the_cli_prints_and_lists_the_interval(monkeypatch) -> None:
+    # one search rendered as text and as JSON (the hardware model's memo: a cache)
+    once = replay_once(tree_search.search_trees, ignoring=("memo",))
+    monkeypatch.setattr(tree_search, "search_trees", once)
     args = ["search", str(SEED), *[a for k, v in FLAT.items() for a in ("--set", f"{k}={v}")]]
     args += ["--topk", "1,2", "--num-steps", "12:14", "--draft-tokens", "16", "--target", "150"]
     res = run_cli(*args)

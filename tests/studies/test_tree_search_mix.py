@@ -118,12 +118,13 @@ def test_inputs_known_exactly_give_a_zero_width_interval(write_scenario) -> None
 
 def test_a_one_class_mix_is_the_single_class(write_scenario) -> None:
     """One [[acceptance.mix]] class or the scenario's alpha: the same draws, the same
-    intervals (the single class solved on its drawn rates, the mix on its class)."""
+    intervals (the single class solved on its drawn rates, the mix on its class), on the
+    smallest grid with a tree and a chain (3 steps; topk 1 and 4 of 8 draft tokens)."""
     single = _scenario(write_scenario, CENTRED, "alpha = 0.717\n", "single.toml")
     mixed = _scenario(write_scenario, CENTRED, ONE_CLASS, "mixed.toml")
     assert search_draws(single).inputs == search_draws(mixed).inputs
-    a = refined_rows(search_trees(single, [TARGET], STEPS, TOPKS, TOKENS))
-    b = refined_rows(search_trees(mixed, [TARGET], STEPS, TOPKS, TOKENS))
+    a = refined_rows(search_trees(single, [TARGET], [3], [1, 4], [8]))
+    b = refined_rows(search_trees(mixed, [TARGET], [3], [1, 4], [8]))
     for ra, rb in zip(a, b, strict=True):
         assert (ra.num_steps, ra.topk, ra.num_draft_tokens) == (
             rb.num_steps, rb.topk, rb.num_draft_tokens,

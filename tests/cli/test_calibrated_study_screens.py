@@ -15,6 +15,12 @@ from tests.conftest import ROOT
 CALIBRATED = ROOT / "scenarios" / "sweeps" / "llama31-8b-1xh100-eagle3-calibrated.toml"
 
 
+# Slow (make test-slow): two whole studies at the newcomer's size. The fast suite keeps
+# their parts: the screens' layout with the conditioning and beyond-the-measured lines
+# (tests/report/test_crossover_screen.py, test_best_k_screen.py
+# test_a_calibrated_scenarios_screen_keeps_its_answer_and_assumptions_in_25_lines) and
+# both commands on a calibrated scenario saying so (tests/cli/test_conditioned_intervals.py).
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["crossover", "best-k"])
 def test_a_small_run_on_a_calibrated_scenario_fits_a_screen(command: str) -> None:
     args = [command, str(CALIBRATED), "--requests", "40", "--replications", "2", "-q"]

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from sim.cli import main
 from sim.report.screen import WIDTH, fits
 from tests.conftest import ROOT, SEED
+from tests.helpers import replay_once
 
 #: Lines of a first screen.
 LINES = 25
@@ -103,9 +104,15 @@ def test_validate_fits_a_screen(monkeypatch: pytest.MonkeyPatch) -> None:
     screen("validate", *(p.relative_to(ROOT) for p in SCENARIOS))
 
 
-def test_calibrate_and_init_fit_a_screen_and_verbose_has_the_rest(tmp_path: Path) -> None:
+def test_calibrate_and_init_fit_a_screen_and_verbose_has_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The fit's first screen: each kept value's reason in its first clause, the residuals
-    in one line, the notes by their leads; --verbose has every row, reason and note."""
+    in one line, the notes by their leads; --verbose has every row, reason and note (init
+    fitted once for both renderings)."""
+    import sim.calibration.run as calibration_run
+
+    monkeypatch.setattr(calibration_run, "run_init", replay_once(calibration_run.run_init))
     out = tmp_path / "s.toml"
     calibrate = (
         "calibrate", "--scenario", SEED, "--baseline-tok-s", "82.5", "--point", "2:2.0:60",

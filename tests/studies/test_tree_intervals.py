@@ -34,8 +34,14 @@ def tree():
     return with_overrides(load_scenario(SEED), TREE)
 
 
-def test_the_targets_get_the_chains_intervals_and_the_tree_its_own(tree) -> None:
-    unc = analyze(bind(tree), uncertainty=True).uncertainty
+@pytest.fixture(scope="module")
+def tree_analysis(tree):
+    """The tree's analysis with its intervals (frozen: shared by the tests that read it)."""
+    return analyze(bind(tree), uncertainty=True)
+
+
+def test_the_targets_get_the_chains_intervals_and_the_tree_its_own(tree, tree_analysis) -> None:
+    unc = tree_analysis.uncertainty
     chain = analyze(
         bind(with_overrides(tree, {"speculation.topk": 1})), uncertainty=True
     ).uncertainty
@@ -61,7 +67,7 @@ def test_run_gives_the_tree_its_interval(tmp_path) -> None:
     assert doc["targets"][0]["uncertainty"]["interval90"] is not None
 
 
-def test_the_hardware_levers_of_a_tree(tree) -> None:
+def test_the_hardware_levers_of_a_tree(tree_analysis) -> None:
     # one levers study: `hardware --json` (its "levers" are ``lever_table(...).to_dict()``),
     # its screen rendered from that document as the command renders it
     res = CliRunner().invoke(main, ["hardware", str(SEED), *SETS, "--json"])
@@ -72,9 +78,7 @@ def test_the_hardware_levers_of_a_tree(tree) -> None:
     assert rows["plain decoding"]["tok_s"] == pytest.approx(1000 / 12.12)  # was not available
     lo, hi = rows["as is"]["interval90"]  # once the chain's, 59.3-65.4 around 66.2
     assert lo < rows["as is"]["tok_s"] < hi
-    assert lo == pytest.approx(
-        analyze(bind(tree), uncertainty=True).uncertainty.tok_s_interval90.low
-    )
+    assert lo == pytest.approx(tree_analysis.uncertainty.tok_s_interval90.low)
     assert any("SGLang's tree rebuilt" in n for n in table["notes"])
     text = render_hardware(doc, verbose=False)
     assert "levers for" in text and "nan" not in text and "not available" not in text

@@ -25,14 +25,13 @@ from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.uncertainty.answers import sampled_answers
 from sim.validation import data as pub
-from sim.validation.cases import (
-    Case,
-    Row,
+from sim.validation.case_scoring import (
     accept_length_draws,
     flat_accept_length,
     held_out,
     interval_of,
 )
+from sim.validation.cases import Case, Row
 
 
 def _base(series: pub.MultiKSeries, k0: int) -> Scenario:

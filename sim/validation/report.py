@@ -1,10 +1,12 @@
 """The validation report: specsim's predictions next to published measurements it did not fit.
 
 ``make validate`` runs ``python -m sim.validation`` which rebuilds docs/validation.md
-(atomically) from the cases of sim/validation/cases.py and sim/validation/hardware_cases.py
-(published figures in sim/validation/data.py and sim/validation/hardware_data.py, each case
-calibrated on some and scored on the others) and the closed-form checks of
-sim/validation/checks.py. This module assembles and renders them.
+(atomically) from the cases of sim/validation/ (their types in cases.py, how a row is
+scored in case_scoring.py; the chain cases in num_steps_cases.py, vllm_profile_cases.py
+and seed_cases.py, the hardware ones in hardware_cases.py; published figures in
+sim/validation/data.py and sim/validation/hardware_data.py, each case calibrated on some
+and scored on the others) and the closed-form checks of sim/validation/checks.py. This
+module assembles and renders them.
 """
 
 from __future__ import annotations
@@ -19,24 +21,8 @@ from sim import __version__
 from sim.files import atomic_write_text
 from sim.scenario.load import load_scenario
 from sim.validation.acceptance_cases import multi_k_cases
-from sim.validation.cases import (
-    MC_REPLICATIONS,
-    MC_REQUESTS,
-    MC_SEED,
-    NOT_RECONSTRUCTED,
-    SGLANG_4247,
-    SGLANG_4247_ROOFLINE,
-    TOK_S_REL_ERROR,
-    VLLM_16035,
-    Case,
-    Row,
-    case_graphed_verify,
-    case_seed,
-    case_vllm_20780,
-    case_vllm_26498,
-    case_vllm_acceptance_test,
-    cross_cases,
-)
+from sim.validation.case_scoring import MC_REPLICATIONS, MC_REQUESTS, MC_SEED, TOK_S_REL_ERROR
+from sim.validation.cases import Case, Row
 from sim.validation.checks import Check, closed_form_checks
 from sim.validation.decision_cases import decision_cases
 from sim.validation.dspark_serving_cases import dspark_serving_cases
@@ -63,10 +49,20 @@ from sim.validation.model_error_cases import model_error_lines
 from sim.validation.moe_kernel_cases import moe_kernel_cases
 from sim.validation.moe_tree_serving_cases import moe_tree_serving_cases
 from sim.validation.mtp_serving_cases import mtp_serving_cases
+from sim.validation.not_reconstructed import NOT_RECONSTRUCTED
+from sim.validation.num_steps_cases import (
+    SGLANG_4247,
+    SGLANG_4247_ROOFLINE,
+    VLLM_16035,
+    case_vllm_20780,
+    cross_cases,
+)
 from sim.validation.rate_curve_cases import rate_curve_cases
+from sim.validation.seed_cases import case_graphed_verify, case_seed
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
 from sim.validation.tree_serving_cases import tree_serving_cases
+from sim.validation.vllm_profile_cases import case_vllm_26498, case_vllm_acceptance_test
 
 __all__ = [
     "Case",

@@ -16,15 +16,15 @@ SETS = ["acceptance.rank_rates=[0.7, 0.15, 0.06, 0.03]"]
 
 
 def test_rank_rates_anchor_the_top1_rate_on_their_first_entry():
-    """bind.py anchored_rates: q_1 (0.7) of rank_rates is the top-1 rate a_1 at every depth, not the
-    last rank's."""
+    """anchored_rates (acceptance_shape.py): q_1 (0.7) of rank_rates is the top-1 rate a_1
+    at every depth, not the last rank's."""
     sc = load_scenario(SEED, SETS)
     np.testing.assert_allclose(acceptance_model(sc.acceptance, 3).mean_rates(), [0.7, 0.7, 0.7])
 
 
 def test_tree_drafter_step_is_the_pass_over_topk_beams():
-    """bind.py tree_cost: (num_steps - 1) drafter passes over topk = 2 beams: 3 x table[2 - 1] of
-    the hardware model."""
+    """tree_cost (tree_cost.py): (num_steps - 1) drafter passes over topk = 2 beams:
+    3 x table[2 - 1] of the hardware model."""
     sc = load_scenario(SEED, SETS)
     passes = pass_times(sc)
     table = draft_pass_table_ms(scenario_hardware(sc), 2)

@@ -121,9 +121,12 @@ def test_a_reserved_label_name_is_one_error_line() -> None:
         parse_exposition('m{__name="x"} 1.0\n')
 
 
+@pytest.mark.slow
 def test_a_large_scrape_parses() -> None:
     """20,000 labelled samples parse to 20,000 samples (the growth of the parse time with
-    the scrape is a ratio in ``make bench``, benchmarks/bench_parsers.py)."""
+    the scrape is a ratio in ``make bench``, benchmarks/bench_parsers.py). Slow (seconds,
+    most of this file's time): the same parse of labelled samples runs fast in every other
+    test here, the escaped labels' round trip on a hundred drawn samples among them."""
     n = 20_000
     text = "".join(f'x_total{{engine="{i}",model_name="m"}} {i}.0\n' for i in range(n))
     samples = parse_exposition(text).samples

@@ -24,11 +24,18 @@ def run_cli(*args: str):
     return CliRunner().invoke(main, list(args))
 
 
-def test_hardware_table_for_the_seed():
-    """The first screen takes every pass apart; --verbose adds the verify on each preset."""
+@pytest.fixture(scope="module")
+def seed_table() -> tuple[int, str]:
+    """(exit code, output) of ``specsim hardware`` on the seed, run once for the tests that
+    read its first screen (a string: nothing a test does changes it)."""
     result = run_cli("hardware", str(SEED))
-    assert result.exit_code == 0, result.output
-    out = result.output
+    return result.exit_code, result.output
+
+
+def test_hardware_table_for_the_seed(seed_table):
+    """The first screen takes every pass apart; --verbose adds the verify on each preset."""
+    code, out = seed_table
+    assert code == 0, out
     for word in ("decode", "verify", "draft_step", "draft_extend", "122 x", "ring/LL eager"):
         assert word in out
     assert "graphed here" in out and "pcie-gen4-host-bounce" not in out
@@ -121,19 +128,19 @@ def test_hardware_without_model_geometry_names_file_and_field(write_scenario):
     assert str(path) in result.output and "model.layers" in result.output
 
 
-def test_the_launch_cost_in_the_header_has_the_tables_precision(seed_path):
+def test_the_launch_cost_in_the_header_has_the_tables_precision(seed_table):
     """The derived per-kernel launch cost (17.5487... us for the seed) reads 17.55 in the
     header, as in the 'us a kernel' row, not 17.5487."""
-    out = CliRunner().invoke(main, ["hardware", str(seed_path)]).output
+    out = seed_table[1]
     assert ", launch 17.55 us/kernel, " in out.splitlines()[0]
     assert "17.5487" not in out
 
 
-def test_a_pass_time_the_file_calls_derived_or_assumed_is_not_labelled_measured():
+def test_a_pass_time_the_file_calls_derived_or_assumed_is_not_labelled_measured(seed_table):
     """The origin column is the one the scenario states for a given pass time: the seed's
     drafter passes are assumed (its [uncertainty.timing]); a calibrated file's drafter passes
     priced by the hardware model are derived."""
-    table = [ln.split() for ln in run_cli("hardware", str(SEED)).output.splitlines()]
+    table = [ln.split() for ln in seed_table[1].splitlines()]
     names = ("decode", "verify", "draft_step", "draft_extend")
     rows = {w[0]: w[-1] for w in table if w and w[0] in names and w[1].isdigit()}
     assert rows == {"decode": "measured", "verify": "measured", "draft_step": "assumed",

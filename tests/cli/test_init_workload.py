@@ -106,17 +106,12 @@ def test_each_requests_lengths_give_a_lognormal_matched_by_moments(tmp_path: Pat
     )
 
 
-def test_the_flags_override_the_files(tmp_path: Path) -> None:
-    out = tmp_path / "s.toml"
-    _init([*_quickstart(tmp_path), "--input-tokens", "3000", "--output-tokens", "100"], out)
-    w = load_scenario(out).workload
-    assert (w.input_tokens, w.output_tokens) == (3000, 100)
-    assert "# --input-tokens\ninput_tokens = 3000" in out.read_text()
-
-
-def test_files_of_different_workloads_are_refused(tmp_path: Path) -> None:
+def test_files_of_different_workloads_are_refused_and_the_flags_override_them(
+    tmp_path: Path,
+) -> None:
     """Two runs' mean prompts 1,024 and 2,048 tokens apart by more than 10%: one line
-    naming both files, exit 2, no file; --input-tokens says which to serve."""
+    naming both files, exit 2, no file; --input-tokens says which to serve, and
+    --output-tokens overrides the files' 256 (one init for both overrides: a fit each)."""
     args = _quickstart(tmp_path)
     eagle = tmp_path / "bench_eagle3.json"
     eagle.write_text(json.dumps({**json.loads(eagle.read_text()), "total_input_tokens": 65536}))
@@ -127,8 +122,12 @@ def test_files_of_different_workloads_are_refused(tmp_path: Path) -> None:
     assert "\n" not in line and "Traceback" not in line
     assert line.startswith(f"specsim: error: {tmp_path / 'bench_baseline.json'}: mean prompt")
     assert f"in {eagle}: different workloads" in line and "--input-tokens" in line
-    _init([*args, "--input-tokens", "1500"], out)
-    assert load_scenario(out).workload.input_tokens == 1500
+    _init([*args, "--input-tokens", "1500", "--output-tokens", "100"], out)
+    w = load_scenario(out).workload
+    assert (w.input_tokens, w.output_tokens) == (1500, 100)
+    text = out.read_text()
+    assert "# --input-tokens\ninput_tokens = 1500" in text
+    assert "# --output-tokens\noutput_tokens = 100" in text
 
 
 def test_sglang_bench_one_batch_gives_the_workload_and_the_context(tmp_path: Path) -> None:

@@ -4,8 +4,14 @@ profile likelihood of d0 and the jackknife over curves on synthetic curves of kn
 import math
 
 import numpy as np
+import pytest
 
-from sim.model.model_error import fit_gain_error, gain_sigma
+from sim.model.model_error import (
+    fit_gain_error,
+    gain_sigma,
+    jackknife_gain_error,
+    leave_one_curve_out,
+)
 from sim.validation.gain_range import curve_jackknife, profile_scale, score_bands
 from tests.model.test_error_forms_shipped import synthetic
 
@@ -28,15 +34,29 @@ def test_the_profile_of_d0_is_lowest_at_the_fit_and_its_interval_holds_it():
     assert profile_scale(res, [fit.scale * 0.99, fit.scale, fit.scale * 1.01])[1] == (None, None)
 
 
+@pytest.mark.slow
 def test_the_curve_jackknife_agrees_with_fisher_when_the_figures_are_independent():
     """Independent figures: the jackknife over 60 curves estimates the same standard
-    errors as the Fisher information, within the jackknife's own spread (a factor 1.6)."""
+    errors as the Fisher information, within the jackknife's own spread (a factor 1.6).
+    Slow (60 refits); the study's jackknife runs fast in the test below, and the formula's
+    own tests are in tests/validation/test_gain_clustering.py."""
     res = _curves()
     fit = fit_gain_error(res)
     se_a, se_d0, rho = curve_jackknife(res)
     assert 1 / 1.6 < se_a / fit.ceiling_stderr < 1.6
     assert 1 / 1.6 < se_d0 / fit.scale_stderr < 1.6
     assert -1 <= rho <= 1
+
+
+def test_the_curve_jackknife_is_the_jackknife_of_the_leave_one_curve_out_fits():
+    """The study's (se of a, se of d0, correlation) in that order, on 12 curves."""
+    res = _curves(12)
+    jack = jackknife_gain_error(
+        fit_gain_error(res), leave_one_curve_out(res, fit_gain_error).values()
+    )
+    got = curve_jackknife(res)
+    assert got == (jack.ceiling_stderr, jack.scale_stderr, jack.correlation)
+    assert got[0] > 0 and got[1] > 0 and -1 <= got[2] <= 1
 
 
 def test_the_bands_are_scored_on_every_figure():

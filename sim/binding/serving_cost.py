@@ -5,10 +5,12 @@ its scenario's ``[model]`` terms at the reference context (``scenario_serving_co
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from sim.binding.bound import Bound
+from sim.binding.graph_limits import GraphLimits, graph_limits
 from sim.binding.per_request_costs import logit_rows, recurrent_state
 from sim.binding.reference_context import reference_context
 from sim.binding.tree_cost import draft_pass_table_ms
@@ -17,9 +19,14 @@ from sim.scenario.sections.timing import TimingPoint
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass
-    from sim.hardware.pass_physics import MeasuredPass
+    from sim.hardware.experts import FusedMoeKernel
+    from sim.hardware.pass_model import PassModel
+    from sim.hardware.pass_physics import MeasuredPass, PassPhysics
     from sim.hardware.pass_terms import PassTerms
+    from sim.hardware.roofline import Weights
     from sim.model.batched_cost import IterationCost
+    from sim.model.host_work import HostWork
+    from sim.scenario.sections.serving import ServingSpec
 
 
 #: Pass kinds of a serving iteration, and whether each runs on the drafter.
@@ -31,12 +38,6 @@ SERVING_PASSES: dict[str, bool] = {
     "draft_extend": True,
     "draft_prefill": True,
 }
-
-#: The passes a graphed engine pads up to its captured batch sizes (``serving.graph_batches``):
-#: SGLang's target runner (decode, verify) and its EAGLE draft runner (draft step) share
-#: ``get_batch_sizes_to_capture``; its draft extend ran eagerly until sgl-project/sglang
-#: PR #6606 (2025-05) and its prefills run eagerly.
-PADDED_PASSES = frozenset({"decode", "verify", "draft_step"})
 
 
 def measured_passes(
@@ -99,98 +100,205 @@ def serving_cost(
     scenario's batch-1 time of that pass plus its ``timing.points`` of that kind (measured
     passes at other batch sizes; both read by ``measured_passes``). A pass measured at batch
     1 only follows the curve fitted to the measured points of a pass on the same weights
-    (the verify the decode's, shifted through its own batch-1 time), else grows at
-    ``DEFAULT_SLOPE``. Routed experts cost as the fused-MoE kernel fitted on public
-    benchmarks does (``H100_FUSED_MOE``, per distinct expert, its reads at
-    ``hardware.expert_read_efficiency`` of peak when set; consecutive tokens of a
-    request share ``serving.expert_overlap`` of their experts (None:
-    ``STEP_EXPERT_OVERLAP``), experts are popular by a Zipf law, ``serving.expert_skew``,
-    and the token-expert pairs' FLOPs run at ``serving.pair_flop_efficiency`` of peak
-    (None: ``PAIR_FLOP_EFFICIENCY``)), and every pass grows beyond its last measured point
-    at most at the kernel slope (sim/hardware/batched.py). A prefill without a measured
-    point takes the calibration curve of the decode pass (the drafter's, of the draft
-    extend): the same weights on the same GPU, an assumption a measured prefill point
-    replaces. Decode and draft passes are graphed (SGLang captures them), the verify as
-    ``timing.verify_cuda_graph`` says, prefills are not. ``kv_bytes_per_token`` /
-    ``attention_flops_per_pair`` are per tensor-parallel rank for the target; the
-    drafter's scale by its share of decoder layers unless ``draft_kv_bytes_per_token`` is
-    given. ``reference_context_tokens``: the context at which the batch-1 times hold.
-    ``speculative``: build the drafter's passes (they need ``model.draft_params``).
-    ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
-    beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
-    ``terms``: the passes' token-count terms, shared with the other costs its caller builds
-    (sim/hardware/pass_terms.py ``PassTerms``; None: a table for this cost).
-    The host's per-request work and the iterations that hide it come from
-    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
-    the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
-    (None: ``DEFAULT_SLOPE``), which also caps any pass's growth beyond its last measured
-    point: a steep segment between small measured batches holds costs that do not recur
-    per token (host work, launch-bound kernels), and a tree's verify over batch x
-    draft tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch
-    32 in issue 30's evidence);
-    the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
-    ``SERVING_STEP_SKEW``); the CUDA-graph capture limits (a graphed pass beyond them runs
-    eagerly) from ``serving.graph_max_tokens`` and ``serving.graph_max_batch`` (the verify's
-    and the drafter's from ``serving.graph_max_batch_speculative`` when given, the drafter's
-    from ``serving.graph_max_batch_draft`` when given).
-    The hardware model and the batch-1 pass times are the ``Bound``'s (``bound.hardware``,
-    ``bound.passes``): nothing is decomposed again here.
+    (the verify the decode's, shifted through its own batch-1 time), else grows at the
+    kernel slope, and every pass grows beyond its last measured point at most at that slope
+    (sim/hardware/batched.py). A prefill without a measured point takes the calibration
+    curve of the decode pass (the drafter's, of the draft extend): the same weights on the
+    same GPU, an assumption a measured prefill point replaces. Decode and draft passes are
+    graphed (SGLang captures them), the verify as ``timing.verify_cuda_graph`` says,
+    prefills are not. ``kv_bytes_per_token`` / ``attention_flops_per_pair`` are per
+    tensor-parallel rank for the target; the drafter's scale by its share of decoder
+    layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
+    context at which the batch-1 times hold. ``speculative``: build the drafter's passes
+    (they need ``model.draft_params``). ``max_beams``: the widest drafter pass a tree
+    drafts (its batch-1 time over 1..max_beams beams is tabulated as the batch-1 tree
+    engines take it, ``draft_pass_table_ms``). ``terms``: the passes' token-count terms,
+    shared with the other costs its caller builds (sim/hardware/pass_terms.py
+    ``PassTerms``; None: a table for this cost). The routed experts' kernel and routing,
+    the kernel slope and the CUDA-graph capture limits come from ``[serving]`` and
+    ``[hardware]`` (``_shared_inputs``); the host's per-request work and the iterations
+    that hide it from ``serving.host_us_per_request`` and ``serving.host_overlap``
+    (sim/model/host_work.py). The hardware model and the batch-1 pass times are the
+    ``Bound``'s (``bound.hardware``, ``bound.passes``): nothing is decomposed again here.
+
+    In three stages: what every pass shares (``_shared_inputs``), the passes each
+    calibrated to its measured times (``_calibrated_passes``), and the iteration cost over
+    them with the drafter's tree table, the host's work, the logit rows and the recurrent
+    state.
     """
     # lazy: serving only
-    from sim.hardware.batched import BatchedPass
-    from sim.hardware.calibrated_pass import calibrated_pass
-    from sim.hardware.compute_curve import DEFAULT_SLOPE
-    from sim.hardware.expert_reads import expert_kernel
-    from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
-    from sim.hardware.pass_physics import PassPhysics
     from sim.hardware.pass_terms import PassTerms
     from sim.model.batched_cost import IterationCost, ServingCurves
-    from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
     scenario, hw, batch1 = bound.scenario, bound.hardware, bound.passes
-    geom = hw.geom
-    expert_eff = scenario.hardware.expert_read_efficiency
-    moe_kernel = H100_FUSED_MOE if expert_eff is None else expert_kernel(expert_eff)
-    overlap = scenario.serving.expert_overlap if scenario.serving is not None else None
-    overlap = STEP_EXPERT_OVERLAP if overlap is None else overlap
-    pair_eff = scenario.serving.pair_flop_efficiency if scenario.serving is not None else None
-    if pair_eff is not None:
-        moe_kernel = replace(moe_kernel, pair_flop_efficiency=pair_eff)
+    shared = _shared_inputs(
+        bound,
+        kv_bytes_per_token=kv_bytes_per_token,
+        attention_flops_per_pair=attention_flops_per_pair,
+        draft_kv_bytes_per_token=draft_kv_bytes_per_token,
+    )
     terms = PassTerms() if terms is None else terms
-    draft_share = geom.draft_layers / geom.layers
     anchors, extra = measured_passes(bound, reference_context_tokens)
     if hw.verify_from_decode:  # a launch-bound eager verify: its time does not fix its compute
         compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
         anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
-    given = scenario.serving.kernel_slope if scenario.serving is not None else None
-    slope = DEFAULT_SLOPE if given is None else given
-    skew = scenario.serving.expert_skew if scenario.serving is not None else None
-    skew = SERVING_STEP_SKEW if skew is None else skew
-    serving = scenario.serving
-    max_tokens = serving.graph_max_tokens if serving is not None else None
-    max_rows = serving.graph_max_batch if serving is not None else None
-    spec_rows = serving.graph_max_batch_speculative if serving is not None else None
-    draft_rows = serving.graph_max_batch_draft if serving is not None else None
-    sizes = serving.graph_batches if serving is not None else None
-    spec_sizes = serving.graph_batches_speculative if serving is not None else None
-    if spec_sizes is None and spec_rows is None:
-        spec_sizes = sizes
-    plain_list = None if sizes is None else tuple(sizes)
-    spec_list = None if spec_sizes is None else tuple(spec_sizes)
-    max_rows = max_rows if plain_list is None else plain_list[-1]
-    spec_rows = spec_rows if spec_list is None else spec_list[-1]
-    spec_rows = max_rows if spec_rows is None else spec_rows
-    draft_rows = spec_rows if draft_rows is None else draft_rows
-    limited = (max_tokens, max_rows, spec_rows, draft_rows) != (None, None, None, None)
-    if limited and geom.kernels_per_layer is None:
+    if shared.limits.limited and hw.geom.kernels_per_layer is None:
         raise SpecsimError(
             "needed with serving.graph_max_tokens or serving.graph_max_batch: a pass beyond "
             "the CUDA-graph capture limit runs eagerly and pays each kernel's launch",
             field="model.kernels_per_layer",
         )
-    rows_limit = {name: spec_rows for name in SERVING_PASSES}
-    rows_limit.update({"decode": max_rows, "prefill": max_rows})
-    rows_limit.update({name: draft_rows for name, drafter in SERVING_PASSES.items() if drafter})
+    built = _calibrated_passes(bound, shared, anchors, extra, speculative=speculative, terms=terms)
+    curves = ServingCurves(
+        decode=built["decode"],
+        verify=built["verify"],
+        prefill=built["prefill"],
+        draft_step=built.get("draft_step"),
+        draft_extend=built.get("draft_extend"),
+        draft_prefill=built.get("draft_prefill"),
+    )
+    table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
+    return IterationCost(
+        batch1,
+        curves,
+        reference_context_tokens,
+        draft_table_ms=table,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        host=_host_work(scenario.serving),
+        logits=logit_rows(scenario, hw.current),
+        state=recurrent_state(scenario, hw.current, hw),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedInputs:
+    """What every serving pass's physics takes from the scenario (``_shared_inputs``):
+    the fused-MoE kernel, the experts' step overlap and Zipf skew, the MoE tiling, the
+    verify's KV re-reads, the target's KV bytes per token and attention FLOPs per pair
+    (per tensor-parallel rank) and the drafter's own KV bytes (None: the target's scaled),
+    the growth slope of a pass measured at batch 1 only, and the CUDA-graph capture limits."""
+
+    moe_kernel: FusedMoeKernel
+    expert_overlap: float
+    expert_skew: float
+    moe_tiles: Literal["none", "sglang-default"]
+    verify_kv_rereads: float
+    kv_bytes_per_token: float
+    attention_flops_per_pair: float
+    draft_kv_bytes_per_token: float | None
+    slope: float
+    limits: GraphLimits
+
+
+def _shared_inputs(
+    bound: Bound,
+    *,
+    kv_bytes_per_token: float,
+    attention_flops_per_pair: float,
+    draft_kv_bytes_per_token: float | None,
+) -> _SharedInputs:
+    """Stage 1 of ``serving_cost``: the ``[serving]`` and ``[hardware]`` fields every pass
+    takes. Routed experts cost as the fused-MoE kernel fitted on public benchmarks does
+    (``H100_FUSED_MOE``, per distinct expert, its reads at
+    ``hardware.expert_read_efficiency`` of peak when set; consecutive tokens of a request
+    share ``serving.expert_overlap`` of their experts (None: ``STEP_EXPERT_OVERLAP``),
+    experts are popular by a Zipf law, ``serving.expert_skew`` (None:
+    ``SERVING_STEP_SKEW``), and the token-expert pairs' FLOPs run at
+    ``serving.pair_flop_efficiency`` of peak (None: ``PAIR_FLOP_EFFICIENCY``)). The growth
+    slope of a pass measured at batch 1 only is ``serving.kernel_slope`` (None:
+    ``DEFAULT_SLOPE``), which also caps any pass's growth beyond its last measured point:
+    a steep segment between small measured batches holds costs that do not recur per
+    token (host work, launch-bound kernels), and a tree's verify over batch x draft
+    tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch 32 in
+    issue 30's evidence). The CUDA-graph capture limits (a graphed pass beyond them runs
+    eagerly) are ``serving.graph_max_tokens`` and ``serving.graph_max_batch`` (the
+    verify's and the drafter's from ``serving.graph_max_batch_speculative`` when given,
+    the drafter's from ``serving.graph_max_batch_draft`` when given;
+    sim/binding/graph_limits.py)."""
+    # lazy: serving only
+    from sim.hardware.compute_curve import DEFAULT_SLOPE
+    from sim.hardware.expert_reads import expert_kernel
+    from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
+
+    scenario = bound.scenario
+    serving = scenario.serving
+    expert_eff = scenario.hardware.expert_read_efficiency
+    moe_kernel = H100_FUSED_MOE if expert_eff is None else expert_kernel(expert_eff)
+    pair_eff = serving.pair_flop_efficiency if serving is not None else None
+    if pair_eff is not None:
+        moe_kernel = replace(moe_kernel, pair_flop_efficiency=pair_eff)
+    overlap = serving.expert_overlap if serving is not None else None
+    skew = serving.expert_skew if serving is not None else None
+    slope = serving.kernel_slope if serving is not None else None
+    return _SharedInputs(
+        moe_kernel=moe_kernel,
+        expert_overlap=STEP_EXPERT_OVERLAP if overlap is None else overlap,
+        expert_skew=SERVING_STEP_SKEW if skew is None else skew,
+        moe_tiles=serving.moe_tiles if serving is not None else "none",
+        verify_kv_rereads=serving.verify_kv_rereads if serving is not None else 0.0,
+        kv_bytes_per_token=kv_bytes_per_token,
+        attention_flops_per_pair=attention_flops_per_pair,
+        draft_kv_bytes_per_token=draft_kv_bytes_per_token,
+        slope=DEFAULT_SLOPE if slope is None else slope,
+        limits=graph_limits(serving),
+    )
+
+
+def _pass_physics(
+    name: str, drafter: bool, hw: PassModel, weights: Weights, shared: _SharedInputs
+) -> PassPhysics:
+    """What pass ``name`` runs on: the target's or (``drafter``) the drafter's weights and
+    layers; graphed unless a prefill (the verify as ``timing.verify_cuda_graph`` says); the
+    drafter's KV and attention terms the target's times its share of decoder layers unless
+    its own KV bytes are given; the verify's KV re-reads; its capture limits."""
+    # lazy: serving only
+    from sim.hardware.pass_physics import PassPhysics
+
+    geom = hw.geom
+    share = geom.draft_layers / geom.layers if drafter else 1.0
+    own_kv = shared.draft_kv_bytes_per_token
+    return PassPhysics(
+        name=name,
+        weights=weights,
+        layers=geom.draft_layers if drafter else geom.layers,
+        hardware=hw.current,
+        geometry=geom,
+        graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
+        kv_bytes_per_token=(
+            own_kv if drafter and own_kv is not None else shared.kv_bytes_per_token * share
+        ),
+        attention_flops_per_pair=shared.attention_flops_per_pair * share,
+        moe_kernel=shared.moe_kernel,
+        moe_tiles=shared.moe_tiles,
+        kv_rereads=shared.verify_kv_rereads if name == "verify" else 0.0,
+        expert_overlap=shared.expert_overlap,
+        expert_skew=shared.expert_skew,
+        graph_max_tokens=shared.limits.max_tokens,
+        graph_max_rows=shared.limits.max_rows(name, drafter),
+        graph_rows=shared.limits.padded_to(name),
+    )
+
+
+def _calibrated_passes(
+    bound: Bound,
+    shared: _SharedInputs,
+    anchors: Mapping[str, MeasuredPass],
+    extra: Mapping[str, Sequence[MeasuredPass]],
+    *,
+    speculative: bool,
+    terms: PassTerms,
+) -> dict[str, BatchedPass]:
+    """Stage 2 of ``serving_cost``: every serving pass (the drafter's when
+    ``speculative``) calibrated to its batch-1 time ``anchors`` and measured points
+    ``extra`` (sim/hardware/calibrated_pass.py, ``shared.slope`` beyond a single point and
+    at most beyond the last). A pass measured at batch 1 only follows the curve fitted for
+    the first pass on the same weights with points of its own; a prefill without a
+    measurement takes the curve of the decode (the drafter's: of the draft extend)."""
+    # lazy: serving only
+    from sim.hardware.batched import BatchedPass
+    from sim.hardware.calibrated_pass import calibrated_pass
+
+    hw = bound.hardware
     weights = {False: hw.target_weights()}
     if speculative:
         weights[True] = hw.draft_weights()
@@ -198,33 +306,7 @@ def serving_cost(
     for name, drafter in SERVING_PASSES.items():
         if drafter and not speculative:
             continue
-        share = draft_share if drafter else 1.0
-        physics = PassPhysics(
-            name=name,
-            weights=weights[drafter],
-            layers=geom.draft_layers if drafter else geom.layers,
-            hardware=hw.current,
-            geometry=geom,
-            graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
-            kv_bytes_per_token=(
-                draft_kv_bytes_per_token
-                if drafter and draft_kv_bytes_per_token is not None
-                else kv_bytes_per_token * share
-            ),
-            attention_flops_per_pair=attention_flops_per_pair * share,
-            moe_kernel=moe_kernel,
-            moe_tiles=serving.moe_tiles if serving is not None else "none",
-            kv_rereads=(
-                serving.verify_kv_rereads if serving is not None and name == "verify" else 0.0
-            ),
-            expert_overlap=overlap,
-            expert_skew=skew,
-            graph_max_tokens=max_tokens,
-            graph_max_rows=rows_limit[name],
-            graph_rows=(
-                (plain_list if name == "decode" else spec_list) if name in PADDED_PASSES else None
-            ),
-        )
+        physics = _pass_physics(name, drafter, hw, weights[drafter], shared)
         own = list(extra.get(name, ()))
         measured = ([anchors[name]] if name in anchors else []) + own
         # a pass measured at batch 1 only follows the curve fitted for another pass on the
@@ -236,42 +318,31 @@ def serving_cost(
                 physics,
                 measured,
                 field=f"timing.{name}_ms",
-                slope=slope,
-                max_tail_slope=slope,
+                slope=shared.slope,
+                max_tail_slope=shared.slope,
                 follow=follow,
                 terms=terms,
             )
         else:  # a prefill without a measurement: the curve of a pass on the same weights
             source = built["draft_extend" if drafter else "decode"]
             built[name] = BatchedPass(physics, source.curve, terms)
-    curves = ServingCurves(
-        decode=built["decode"],
-        verify=built["verify"],
-        prefill=built["prefill"],
-        draft_step=built.get("draft_step"),
-        draft_extend=built.get("draft_extend"),
-        draft_prefill=built.get("draft_prefill"),
-    )
-    table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
-    host = (
-        HostWork(
-            scenario.serving.host_us_per_request,
-            scenario.serving.host_overlap,
-            scenario.serving.host_batch1_share,
-            scenario.serving.host_spec_factor,
-        )
-        if scenario.serving is not None
-        else HostWork(DEFAULT_US_PER_REQUEST)
-    )
-    return IterationCost(
-        batch1,
-        curves,
-        reference_context_tokens,
-        draft_table_ms=table,
-        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        host=host,
-        logits=logit_rows(scenario, hw.current),
-        state=recurrent_state(scenario, hw.current, hw),
+    return built
+
+
+def _host_work(serving: ServingSpec | None) -> HostWork:
+    """The host's per-request work (sim/model/host_work.py): ``serving.host_us_per_request``,
+    ``host_overlap``, ``host_batch1_share`` and ``host_spec_factor``; without a
+    ``[serving]`` section, ``DEFAULT_US_PER_REQUEST``."""
+    # lazy: serving only
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
+
+    if serving is None:
+        return HostWork(DEFAULT_US_PER_REQUEST)
+    return HostWork(
+        serving.host_us_per_request,
+        serving.host_overlap,
+        serving.host_batch1_share,
+        serving.host_spec_factor,
     )
 
 

@@ -52,7 +52,7 @@ from sim.scenario.sections.bounds import MAX_NUM_STEPS
 from sim.scenario.sections.speculation import SpeculationSpec
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
-from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
+from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draw_intervals import (
     DRAW_REPLICATIONS,
@@ -64,6 +64,7 @@ from sim.studies.serving.draw_intervals import (
 from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
+    RatioDraws,
     crossing_interval,
     drawn_ratios,
 )
@@ -74,7 +75,7 @@ from sim.uncertainty.model_error import (
     join_ends,
     model_error_term,
 )
-from sim.uncertainty.perturb import input_draws
+from sim.uncertainty.perturb import InputDraws, input_draws
 
 __all__ = [
     "DEFAULT_TREE",
@@ -280,37 +281,45 @@ def _crossing(
     return Crossing(tree, chain, metric, last_win, None, None)
 
 
-def tree_load_study(
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """The drafts a study compares (``_drafts_asked``): ``drafts`` by name (``off``, the
+    chains, the trees), the scenario they run on (with the default rank profile where it
+    gives no rank shape), and what was defaulted: ``defaults`` (a short line each) and
+    ``notes`` (where each comes from, for the assumptions)."""
+
+    scenario: Scenario
+    drafts: dict[str, Draft]
+    defaults: dict[str, str]
+    notes: tuple[str, ...]
+
+    @property
+    def trees(self) -> list[str]:
+        return [n for n, d in self.drafts.items() if is_tree(d)]
+
+    @property
+    def chains(self) -> list[str]:
+        return [n for n, d in self.drafts.items() if not is_tree(d) and d != 0]
+
+
+def _drafts_asked(
     scenario: Scenario,
     concurrencies: Sequence[int],
-    *,
-    chains: Sequence[int] | None = None,
-    trees: Sequence[TreeDraft | Tree] = (),
-    workers: int = 1,
-    executor: Executor | None = None,
-    base_dir: Path | None = None,
-    source: str = "scenario",
-    progress: Progress | None = None,
-    draws: int = 0,
-    sequential: bool = True,
-) -> TreeLoadResult:
-    """Chains and trees of ``scenario`` against concurrency (see the module docstring).
+    chains: Sequence[int] | None,
+    trees: Sequence[TreeDraft | Tree],
+    source: str,
+) -> _Asked:
+    """Stage 1 of ``tree_load_study``: the drafts compared, checked, with their defaults.
 
-    ``chains``: chain lengths (default: the scenario's num_steps, or the tree's when the
-    scenario drafts one); ``trees``: SGLang trees (default: the scenario's own, when it
-    drafts one, else ``DEFAULT_TREE``, SGLang's default). The scenario's acceptance is every
-    draft's; a tree's ranks below the top-1 take the scenario's rank shape
-    (``acceptance.rank_profile`` or ``rank_rates``), or ``DEFAULT_RANK_PROFILE``'s when it
-    gives none. What was defaulted is in the result's ``defaults``. ``draws``:
-    Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
-    every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
-    ``sequential``: a load runs its first ``FIRST`` replications, and the rest only where
-    a comparison it answers is not settled (``load_settled``).
-    """
+    Trees: ``trees``, else the scenario's own tree, else ``DEFAULT_TREE``; chains:
+    ``chains``, else the scenario's num_steps (the tree's depth when it drafts one). A
+    scenario without a rank shape takes ``DEFAULT_RANK_PROFILE``'s. SpecsimError naming
+    the option or field when a chain, a concurrency or the acceptance is missing or out of
+    range."""
     own = draft_binding(scenario).draft
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
-    defaults: dict[str, str] = {}  # what was defaulted: a short line each
-    notes: list[str] = []  # and where it comes from, for the assumptions
+    defaults: dict[str, str] = {}
+    notes: list[str] = []
     if not tree_list:
         tree_list = [DEFAULT_TREE]
         defaults["tree"] = f"{draft_name(DEFAULT_TREE)}, SGLang's default EAGLE tree"
@@ -341,31 +350,47 @@ def tree_load_study(
             "drafter's profile, not this drafter's; --set acceptance.rank_profile or "
             "rank_rates replaces it)"
         )
-    grid = tuple(sorted(set(int(c) for c in concurrencies)))
     drafts: dict[str, Draft] = {"off": 0}
     drafts.update({draft_name(k): k for k in chain_list})
     drafts.update({draft_name(t): t for t in tree_list})
-    policies = {name: FixedK(d) for name, d in drafts.items() if name != "off"}
-    by = {n: BASELINE if n == "off" else n for n in drafts}
-    tree_names = [n for n, d in drafts.items() if is_tree(d)]
-    chain_names = [n for n, d in drafts.items() if not is_tree(d) and d != 0]
-    base = scenario
-    # the size before any run: every draft at every load, each load's requests those of
-    # the top one (its warm-up the longest), so that the estimate errs long
-    terms = PassTerms()  # the plans at every load share their passes' terms
+    return _Asked(scenario, drafts, defaults, tuple(notes))
+
+
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """How the study's serving runs run: ``tree_load_study``'s options of the same names."""
+
+    workers: int
+    executor: Executor | None
+    base_dir: Path | None
+    source: str
+    sequential: bool
+
+
+def _check_study_size(
+    base: Scenario,
+    grid: Sequence[int],
+    drafts: int,
+    policies: Mapping[str, FixedK],
+    terms: PassTerms,
+    runs: _Runs,
+) -> None:
+    """Stage 2 of ``tree_load_study``: the size before any run (``check_serving_size``):
+    every one of ``drafts`` drafts at every load, each load's requests those of the top one
+    (its warm-up the longest), so that the estimate errs long."""
     largest = serving_setup(
-        bind(with_load(base, concurrency=grid[-1], source=source), terms.passes),
-        base_dir=base_dir,
-        source=source,
+        bind(with_load(base, concurrency=grid[-1], source=runs.source), terms.passes),
+        base_dir=runs.base_dir,
+        source=runs.source,
         policies=policies,
         terms=terms,
     )
     w = largest.plan.workload
     check_serving_size(
-        len(grid) * len(drafts),
+        len(grid) * drafts,
         largest.replications,
         w.requests + w.warmup,
-        workers,
+        runs.workers,
         what="draft x load simulations",
         grown={
             "concurrencies": (len(grid) / len(DEFAULT_CONCURRENCIES), "loads"),
@@ -373,97 +398,141 @@ def tree_load_study(
             "concurrency": (w.warmup / w.requests, "users"),
         },
     )
-    setups: list[Any] = []
-    nominal: dict[int, PairArrays] = {}
+
+
+def _pair_ratios(
+    records: Mapping[str, Any], slo: Any, trees: Sequence[str], chains: Sequence[str]
+) -> PairArrays:
+    """Per replication tree / chain of each metric (R,): ``ratios[tree][chain][metric]``,
+    the ratio of the two drafts' replication means (``summarize_serving`` with ``slo``)."""
+    summary = summarize_serving(records, slo, baseline=None)
+    per = {n: summary.policies[n].per_replication for n in (*trees, *chains)}
+    return {t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chains} for t in trees}
+
+
+def _load_records(
+    setup: ServingSetup,
+    by: Mapping[str, str],
+    asked: _Asked,
+    runs: _Runs,
+) -> dict[str, list[Any]]:
+    """One load's serving records, every draft on the same users: its first ``FIRST``
+    replications when ``sequential``, and the rest of the seed's, continuing it, unless
+    those settle every comparison the load answers (``load_settled``)."""
+    count = FIRST if runs.sequential and setup.replications > FIRST else setup.replications
+    records = simulate_serving(
+        setup.plan,
+        setup.draftings,
+        replications=count,
+        seed=setup.seed,
+        workers=runs.workers,
+        executor=runs.executor,
+    ).records
+    if count < setup.replications and not load_settled(
+        summarize_serving(records, setup.slo, baseline=None), by, asked.trees, asked.chains
+    ):
+        rest = simulate_serving(
+            setup.plan,
+            setup.draftings,
+            replications=setup.replications - count,
+            seed=setup.seed,
+            workers=runs.workers,
+            executor=runs.executor,
+            first=count,
+        ).records
+        records = {n: [*v, *rest[n]] for n, v in records.items()}
+    return records
+
+
+def _load_point(
+    c: int, summary: ServingSummary, by: Mapping[str, str], pairs: PairArrays, term: ModelErrorTerm
+) -> tuple[LoadPoint, ModelErrorTerm]:
+    """One load's ``LoadPoint`` from its summary and its tree / chain ratios ``pairs``
+    (each ``Ratio.across`` its replications), and the model-error term at its decode batch:
+    the largest policy's mean decode batch (``beyond_measured`` above the highest batch the
+    costs are measured at)."""
+    per = {n: summary.policies[by[n]] for n in by}
+    batch = max(p.mean_batch.mean for p in per.values())
+    vs = {
+        t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
+        for t, d in pairs.items()
+    }
+    point = LoadPoint(
+        concurrency=c,
+        per_user_tok_s={n: _ratio_of(per[n].metrics["per_user_tok_s"]) for n in by},
+        aggregate_tok_s={n: per[n].aggregate_tok_s for n in by},
+        accept_length={n: per[n].accept_length for n in by},
+        mean_batch=per["off"].mean_batch,
+        vs_chain=vs,
+        beyond_measured=batch > term.highest_measured,
+        decode_batch=batch,
+    )
+    return point, term.at(batch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Nominal:
+    """The nominal runs over the grid (``_nominal_loads``): a ``LoadPoint`` per load, and
+    per load its tree / chain ratios per replication, the model-error term at its decode
+    batch and the replications it ran; ``first``: the first load's setup; ``term``: the
+    scenario's model-error term at batch 1."""
+
+    points: list[LoadPoint]
+    ratios: dict[int, PairArrays]
+    terms_at: dict[int, ModelErrorTerm]
+    ran: dict[int, int]
+    first: ServingSetup
+    term: ModelErrorTerm
+
+
+def _nominal_loads(
+    base: Scenario,
+    grid: Sequence[int],
+    asked: _Asked,
+    policies: Mapping[str, FixedK],
+    terms: PassTerms,
+    runs: _Runs,
+    progress: Progress | None,
+) -> _Nominal:
+    """Stage 3 of ``tree_load_study``: every draft at every load of ``grid`` on the
+    scenario's seed (``_load_records``), summarized per load (``_load_point``); the ratios
+    of every load taken with the first load's SLO."""
+    by = {n: BASELINE if n == "off" else n for n in asked.drafts}
     term = model_error_term(base, 1.0)  # read once; each load takes it at its batch
-    top = term.highest_measured
-
-    def ratios(records: Any) -> PairArrays:
-        """Per replication tree / chain of each metric (R,)."""
-        summary = summarize_serving(records, setups[0].slo, baseline=None)
-        per = {n: summary.policies[n].per_replication for n in (*tree_names, *chain_names)}
-        return {
-            t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chain_names}
-            for t in tree_names
-        }
-
-    points = []
-    terms_at: dict[int, ModelErrorTerm] = {}  # the model-error term at each load
-    ran: dict[int, int] = {}  # the replications each load ran
+    points: list[LoadPoint] = []
+    pairs: dict[int, PairArrays] = {}
+    terms_at: dict[int, ModelErrorTerm] = {}
+    ran: dict[int, int] = {}
+    setups: list[ServingSetup] = []
     for i, c in enumerate(grid):
-        sc = with_load(base, concurrency=c, source=source)
+        sc = with_load(base, concurrency=c, source=runs.source)
         setup = serving_setup(
             bind(sc, terms.passes),
-            base_dir=base_dir,
-            source=source,
+            base_dir=runs.base_dir,
+            source=runs.source,
             policies=policies,
             terms=terms,
         )
         setups.append(setup)
-        count = FIRST if sequential and setup.replications > FIRST else setup.replications
-        records = simulate_serving(
-            setup.plan,
-            setup.draftings,
-            replications=count,
-            seed=setup.seed,
-            workers=workers,
-            executor=executor,
-        ).records
-        if count < setup.replications and not load_settled(
-            summarize_serving(records, setup.slo, baseline=None), by, tree_names, chain_names
-        ):  # the rest of the seed's replications, continuing it
-            rest = simulate_serving(
-                setup.plan,
-                setup.draftings,
-                replications=setup.replications - count,
-                seed=setup.seed,
-                workers=workers,
-                executor=executor,
-                first=count,
-            ).records
-            records = {n: [*v, *rest[n]] for n, v in records.items()}
+        records = _load_records(setup, by, asked, runs)
         ran[c] = len(next(iter(records.values())))
         summary = summarize_serving(records, setup.slo, baseline=None)
-        per = {n: summary.policies[by[n]] for n in drafts}
-        nominal[c] = ratios(records)
-        batch = max(p.mean_batch.mean for p in per.values())
-        terms_at[c] = term.at(batch)
-        vs = {
-            t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
-            for t, d in nominal[c].items()
-        }
-        points.append(
-            LoadPoint(
-                concurrency=c,
-                per_user_tok_s={n: _ratio_of(per[n].metrics["per_user_tok_s"]) for n in drafts},
-                aggregate_tok_s={n: per[n].aggregate_tok_s for n in drafts},
-                accept_length={n: per[n].accept_length for n in drafts},
-                mean_batch=per["off"].mean_batch,
-                vs_chain=vs,
-                beyond_measured=batch > top,
-                decode_batch=batch,
-            )
-        )
+        pairs[c] = _pair_ratios(records, setups[0].slo, asked.trees, asked.chains)
+        point, terms_at[c] = _load_point(c, summary, by, pairs[c], term)
+        points.append(point)
         if progress:
             progress(i + 1, len(grid))
-    sampled = input_draws(bind(base), setups[0].seed, draws)  # found once: drawn, described
-    overrides = sampled.overrides
-    r = min(DRAW_REPLICATIONS, setups[0].replications)
-    drawn = drawn_ratios(
-        base,
-        grid,
-        overrides,
-        policies,
-        nominal,
-        ratios,
-        replications=r,
-        workers=workers,
-        executor=executor,
-        base_dir=base_dir,
-        source=source,
-        sequential=sequential,
-    )
-    points = [
+    return _Nominal(points, pairs, terms_at, ran, setups[0], term)
+
+
+def _with_intervals(
+    points: Sequence[LoadPoint], drawn: RatioDraws, terms_at: Mapping[int, ModelErrorTerm]
+) -> list[LoadPoint]:
+    """Stage 4 of ``tree_load_study``: every point with ``vs_chain_interval90``: each
+    ratio's 90% interval from the draws' ratios joined with its Monte Carlo 95% interval
+    (draw_intervals.py ``ratio_interval``), widened by the model-error term at the load's
+    decode batch (``ModelErrorTerm.gain``)."""
+    return [
         replace(
             p,
             vs_chain_interval90={
@@ -481,9 +550,22 @@ def tree_load_study(
         )
         for p in points
     ]
+
+
+def _crossings(
+    grid: Sequence[int],
+    points: Sequence[LoadPoint],
+    drawn: RatioDraws,
+    terms_at: dict[int, ModelErrorTerm],
+    asked: _Asked,
+) -> tuple[Crossing, ...]:
+    """Stage 5 of ``tree_load_study``: per tree, chain and metric the crossing of the
+    nominal ratios (``_crossing``) with its 90% interval: the draws' crossings
+    (tree_load_draws.py ``crossing_interval``) joined, where it crosses, with the loads
+    where the model-error band holds 1 (``model_band``)."""
     crossings = []
-    for t in tree_names:
-        for ch in chain_names:
+    for t in asked.trees:
+        for ch in asked.chains:
             for m in METRICS:
                 nominal_cross = _crossing(
                     t, ch, m, grid, [p.vs_chain[t][ch][m].mean for p in points]
@@ -507,54 +589,143 @@ def tree_load_study(
                     )
                     joined = join_ends(joined, band, integer=False)
                 crossings.append(replace(nominal_cross, interval90=joined))
-    stopped = any(n < base.simulation.replications for n in ran.values())
+    return tuple(crossings)
+
+
+def _intervals_doc(
+    sampled: InputDraws,
+    replications: int,
+    drawn: RatioDraws,
+    policies: int,
+    nominal: _Nominal,
+    points: Sequence[LoadPoint],
+) -> dict[str, Any]:
+    """What the intervals took (``TreeLoadResult.intervals``): the draws' doc with
+    ``replications`` a draw, what the intervals hold where fewer than two draws ran
+    (draw_intervals.py ``IntervalSources``), the replications the draws ran (``policies``
+    runs a replication), the widest model-error term and the note of loads beyond the
+    highest measured batch."""
+    top = nominal.term.highest_measured
     beyond = [p for p in points if p.beyond_measured]
-    included = any(x.active for x in terms_at.values())
+    included = any(x.active for x in nominal.terms_at.values())
     note = beyond_measured_note(top, beyond[0].mean_batch.mean, included) if beyond else None
-    # what the intervals hold where fewer than two draws ran (every ratio and crossing
-    # has its Monte Carlo interval): draw_intervals.py ``IntervalSources``
     held = sources90(drawn.run, (), bool(sampled.inputs))
+    return {
+        **sampled.doc(replications),
+        "label": held.label,
+        "draws_run": drawn.run,
+        **({"sources": held.value} if held is not IntervalSources.INPUTS else {}),
+        # per load, the replications every draw ran there; the loads where the probe
+        # draws (the first ``probe_draws``) ran a second replication and the others
+        # kept one (tree_load_draws.py ``drawn_ratios``); the serving replications the
+        # draws ran in all
+        "replications_per_draw_at": {str(c): min(n) for c, n in drawn.replications.items()},
+        **(
+            {"probes_ran_two_at": probed, "probe_draws": len(probe_draws(len(sampled.overrides)))}
+            if (probed := [c for c, n in drawn.replications.items() if len(set(n)) > 1])
+            else {}
+        ),
+        "draw_replications_run": policies * sum(sum(n) for n in drawn.replications.values()),
+        "highest_measured_batch": top,
+        "model_error": max(nominal.terms_at.values(), key=lambda x: x.gain_sigma).doc(),
+        **({"note": note} if note else {}),
+    }
+
+
+def _assumptions(asked: _Asked, nominal: _Nominal) -> tuple[str, ...]:
+    """The study's assumption lines: what was defaulted, the sequential replications where
+    a load stopped early (``describe``), the serving setup's, and the common draws with
+    every draft's verify tokens per request."""
+    replications = asked.scenario.simulation.replications
+    stopped = any(n < replications for n in nominal.ran.values())
+    drafts = asked.drafts
+    return (
+        *asked.notes,
+        *((describe(FIRST, replications),) if stopped else ()),
+        *nominal.first.assumptions,
+        "common draws: drafts compared on the same users and acceptance draws at every "
+        "load; the verify "
+        f"covers {', '.join(f'{n}: {verify_tokens(d)}' for n, d in drafts.items())} "
+        "tokens per request",
+    )
+
+
+def tree_load_study(
+    scenario: Scenario,
+    concurrencies: Sequence[int],
+    *,
+    chains: Sequence[int] | None = None,
+    trees: Sequence[TreeDraft | Tree] = (),
+    workers: int = 1,
+    executor: Executor | None = None,
+    base_dir: Path | None = None,
+    source: str = "scenario",
+    progress: Progress | None = None,
+    draws: int = 0,
+    sequential: bool = True,
+) -> TreeLoadResult:
+    """Chains and trees of ``scenario`` against concurrency (see the module docstring).
+
+    ``chains``: chain lengths (default: the scenario's num_steps, or the tree's when the
+    scenario drafts one); ``trees``: SGLang trees (default: the scenario's own, when it
+    drafts one, else ``DEFAULT_TREE``, SGLang's default). The scenario's acceptance is every
+    draft's; a tree's ranks below the top-1 take the scenario's rank shape
+    (``acceptance.rank_profile`` or ``rank_rates``), or ``DEFAULT_RANK_PROFILE``'s when it
+    gives none. What was defaulted is in the result's ``defaults``. ``draws``:
+    Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
+    every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
+    ``sequential``: a load runs its first ``FIRST`` replications, and the rest only where
+    a comparison it answers is not settled (``load_settled``).
+
+    In five stages: the drafts asked and their defaults (``_drafts_asked``); the size
+    check (``_check_study_size``); the nominal runs at every load (``_nominal_loads``);
+    the draws' runs (tree_load_draws.py ``drawn_ratios``), hence every ratio's 90%
+    interval (``_with_intervals``); and the crossings with theirs (``_crossings``).
+    """
+    asked = _drafts_asked(scenario, concurrencies, chains, trees, source)
+    base = asked.scenario
+    drafts = asked.drafts
+    grid = tuple(sorted(set(int(c) for c in concurrencies)))
+    policies = {name: FixedK(d) for name, d in drafts.items() if name != "off"}
+    terms = PassTerms()  # the plans at every load share their passes' terms
+    runs = _Runs(workers, executor, base_dir, source, sequential)
+    _check_study_size(base, grid, len(drafts), policies, terms, runs)
+    nominal = _nominal_loads(base, grid, asked, policies, terms, runs, progress)
+    first = nominal.first
+    sampled = input_draws(bind(base), first.seed, draws)  # found once: drawn, described
+    r = min(DRAW_REPLICATIONS, first.replications)
+
+    def ratios(records: Mapping[str, Any]) -> PairArrays:
+        return _pair_ratios(records, first.slo, asked.trees, asked.chains)
+
+    drawn = drawn_ratios(
+        base,
+        grid,
+        sampled.overrides,
+        policies,
+        nominal.ratios,
+        ratios,
+        replications=r,
+        workers=workers,
+        executor=executor,
+        base_dir=base_dir,
+        source=source,
+        sequential=sequential,
+    )
+    points = _with_intervals(nominal.points, drawn, nominal.terms_at)
     return TreeLoadResult(
-        scenario=scenario.name,
+        scenario=base.name,
         concurrencies=grid,
         drafts=drafts,
         points=tuple(points),
         replications=base.simulation.replications,
         requests=base.workload.requests,
         seed=base.simulation.seed,
-        assumptions=(
-            *notes,
-            *((describe(FIRST, base.simulation.replications),) if stopped else ()),
-            *setups[0].assumptions,
-            "common draws: drafts compared on the same users and acceptance draws at every "
-            "load; the verify "
-            f"covers {', '.join(f'{n}: {verify_tokens(d)}' for n, d in drafts.items())} "
-            "tokens per request",
-        ),
-        crossings=tuple(crossings),
-        defaults=defaults,
-        replications_run={c: n * len(drafts) for c, n in ran.items()},
-        intervals={
-            **sampled.doc(r),
-            "label": held.label,
-            "draws_run": drawn.run,
-            **({"sources": held.value} if held is not IntervalSources.INPUTS else {}),
-            # per load, the replications every draw ran there; the loads where the probe
-            # draws (the first ``probe_draws``) ran a second replication and the others
-            # kept one (tree_load_draws.py ``drawn_ratios``); the serving replications the
-            # draws ran in all
-            "replications_per_draw_at": {str(c): min(n) for c, n in drawn.replications.items()},
-            **(
-                {"probes_ran_two_at": probed, "probe_draws": len(probe_draws(len(overrides)))}
-                if (probed := [c for c, n in drawn.replications.items() if len(set(n)) > 1])
-                else {}
-            ),
-            "draw_replications_run": len(policies)
-            * sum(sum(n) for n in drawn.replications.values()),
-            "highest_measured_batch": top,
-            "model_error": max(terms_at.values(), key=lambda x: x.gain_sigma).doc(),
-            **({"note": note} if note else {}),
-        },
+        assumptions=_assumptions(asked, nominal),
+        crossings=_crossings(grid, points, drawn, nominal.terms_at, asked),
+        defaults=asked.defaults,
+        replications_run={c: n * len(drafts) for c, n in nominal.ran.items()},
+        intervals=_intervals_doc(sampled, r, drawn, len(policies), nominal, points),
     )
 
 

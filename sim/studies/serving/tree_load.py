@@ -82,11 +82,13 @@ __all__ = [
     "Crossing",
     "LoadPoint",
     "TreeLoadResult",
+    "chain_names",
     "check_chains",
     "draft_name",
     "parse_tree",
     "table_row",
     "tree_load_study",
+    "tree_names",
 ]
 
 #: Closed-loop concurrencies when none are given (the command's default).
@@ -154,6 +156,16 @@ def table_row(start: int, end: int, draft: Draft) -> list[int]:
     if isinstance(draft, TreeDraft):
         return [start, end, draft.num_steps, draft.topk, draft.num_draft_tokens]
     raise ValueError("a static tree has no draft_table row")
+
+
+def tree_names(drafts: Mapping[str, Draft]) -> tuple[str, ...]:
+    """The names of the trees among ``drafts``, in their order."""
+    return tuple(n for n, d in drafts.items() if is_tree(d))
+
+
+def chain_names(drafts: Mapping[str, Draft]) -> tuple[str, ...]:
+    """The names of the chains among ``drafts`` (plain decoding, k = 0, is neither)."""
+    return tuple(n for n, d in drafts.items() if not is_tree(d) and d != 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,11 +250,11 @@ class TreeLoadResult:
 
     @property
     def trees(self) -> tuple[str, ...]:
-        return tuple(n for n, d in self.drafts.items() if is_tree(d))
+        return tree_names(self.drafts)
 
     @property
     def chains(self) -> tuple[str, ...]:
-        return tuple(n for n, d in self.drafts.items() if not is_tree(d) and d != 0)
+        return chain_names(self.drafts)
 
     def best_table(self) -> list[list[int]] | None:
         """``serving.draft_table`` rows of the best policy per load (static trees and ties
@@ -292,14 +304,8 @@ class _Asked:
     drafts: dict[str, Draft]
     defaults: dict[str, str]
     notes: tuple[str, ...]
-
-    @property
-    def trees(self) -> list[str]:
-        return [n for n, d in self.drafts.items() if is_tree(d)]
-
-    @property
-    def chains(self) -> list[str]:
-        return [n for n, d in self.drafts.items() if not is_tree(d) and d != 0]
+    trees: tuple[str, ...]
+    chains: tuple[str, ...]
 
 
 def _drafts_asked(
@@ -353,7 +359,7 @@ def _drafts_asked(
     drafts: dict[str, Draft] = {"off": 0}
     drafts.update({draft_name(k): k for k in chain_list})
     drafts.update({draft_name(t): t for t in tree_list})
-    return _Asked(scenario, drafts, defaults, tuple(notes))
+    return _Asked(scenario, drafts, defaults, tuple(notes), tree_names(drafts), chain_names(drafts))
 
 
 @dataclass(frozen=True, slots=True)

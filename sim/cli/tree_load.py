@@ -24,7 +24,7 @@ from sim.cli.options import (
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import draws_option, emit, sequential_option
 
-#: Closed-loop concurrencies when none are given (sim.studies.serving.tree_load's
+#: Closed-loop concurrencies when none are given (sim.studies.serving.tree_load_runs'
 #: DEFAULT_CONCURRENCIES, written out: the library is imported when a command runs).
 DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 
@@ -102,7 +102,8 @@ def tree_load(
     )
     from sim.scenario.load import load_scenario
     from sim.scenario.overrides import sample_settings
-    from sim.studies.serving.tree_load import parse_tree, tree_load_study
+    from sim.studies.serving.tree_load import tree_load_study
+    from sim.studies.serving.tree_load_drafts import parse_tree
 
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = load_scenario(scenario, sets, sample_settings(replications, requests, seed))

@@ -1,9 +1,9 @@
 """The chain-against-tree study's report: a JSON body, a text summary and its figures.
 
-Both come from the typed result (sim/studies/serving/tree_load.py): per concurrency every policy's
-per-user and aggregate tok/s with 95% intervals, the paired ratio of each tree over each
-chain, where each tree stops beating each chain, and the best draft per load as a
-``serving.draft_table``.
+Both come from the typed result (sim/studies/serving/tree_load_result.py): per concurrency
+every policy's per-user and aggregate tok/s with 95% intervals, the paired ratio of each
+tree over each chain, where each tree stops beating each chain, and the best draft per load
+as a ``serving.draft_table``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.draw_intervals import DRAW_REPLICATIONS, IntervalSources
-from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
+from sim.studies.serving.tree_load_result import METRICS, Crossing, TreeLoadResult
 
 __all__ = [
     "render_tree_load",

@@ -156,7 +156,7 @@ def test_chain_lengths_up_to_the_bound_are_accepted():
     """``check_chains`` takes 1 and ``MAX_NUM_STEPS`` itself and refuses one more, or none."""
     from sim.errors import SpecsimError
     from sim.scenario.sections.bounds import MAX_NUM_STEPS
-    from sim.studies.serving.tree_load import check_chains
+    from sim.studies.serving.tree_load_drafts import check_chains
 
     check_chains([1, MAX_NUM_STEPS])
     for bad in ([MAX_NUM_STEPS + 1], [0], []):

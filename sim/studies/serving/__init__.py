@@ -14,5 +14,8 @@ answers; ``capacity_notes``, its assumption lines) and ``capacity_ratio`` (its p
 ratio), ``search`` (the acceptance a drafter needs at a load), ``controllers`` (adaptive
 controllers replayed on phase-changing workloads, from ``controller_phases``,
 ``controller_policies`` and ``controller_replay``), ``tree_load`` (chain against tree as
-concurrency grows), ``draws`` (90% intervals from inputs and model).
+concurrency grows, from ``tree_load_drafts``, the drafts asked; ``tree_load_runs``, the
+nominal runs; ``tree_load_crossings``, the intervals and crossings; ``tree_load_result``,
+what it answers; ``tree_load_notes``, its assumption lines), ``draws`` (90% intervals from
+inputs and model).
 """

@@ -14,9 +14,9 @@ A draw's ratio at a load is the nominal ratio moved by the paired shift
   with the nominal ratio's Monte Carlo 95% interval (``draw_intervals.ratio_interval``); the
   sign is ``wins`` (the interval above 1), ``loses`` (below 1) or ``undecided`` (it holds 1).
 * A crossing's interval: each draw's crossing found on its shifted ratios over the grid as
-  the nominal's is (``tree_load._crossing``: log-linear between the last win and the
-  first loss), a draw that never wins counted below the first load and one that always
-  wins above the last; 5%-95% over the draws (``inverted_cdf``: quantiles that are draws'
+  the nominal's is (``tree_load_crossings.crossing_of``: log-linear between the last win
+  and the first loss), a draw that never wins counted below the first load and one that
+  always wins above the last; 5%-95% over the draws (``inverted_cdf``: quantiles that are draws'
   values) joined with the nominal's grid interval [last win, first loss]. An end beyond
   the grid is None.
 

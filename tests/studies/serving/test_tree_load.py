@@ -8,7 +8,9 @@ from sim.errors import SpecsimError
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
 from sim.scenario.validate import scenario_from_dict
-from sim.studies.serving.tree_load import _crossing, parse_tree, table_row, tree_load_study
+from sim.studies.serving.tree_load import tree_load_study
+from sim.studies.serving.tree_load_crossings import crossing_of
+from sim.studies.serving.tree_load_drafts import parse_tree, table_row
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
@@ -21,14 +23,14 @@ SMALL = [
 
 
 def test_crossing_interpolates_in_log_concurrency():
-    c = _crossing("t", "c", "per_user_tok_s", [1, 4, 16], [1.2, 1.1, 0.9])
+    c = crossing_of("t", "c", "per_user_tok_s", [1, 4, 16], [1.2, 1.1, 0.9])
     assert (c.last_win, c.first_loss) == (4, 16)
     assert c.at == pytest.approx(8.0)  # halfway between log 4 and log 16
-    never = _crossing("t", "c", "m", [1, 4], [0.9, 0.8])
+    never = crossing_of("t", "c", "m", [1, 4], [0.9, 0.8])
     assert never.never_wins and never.first_loss == 1 and never.at is None
-    always = _crossing("t", "c", "m", [1, 4], [1.3, 1.1])
+    always = crossing_of("t", "c", "m", [1, 4], [1.3, 1.1])
     assert always.always_wins and always.first_loss is None
-    again = _crossing("t", "c", "m", [1, 4, 16, 64], [1.1, 0.9, 1.01, 0.95])
+    again = crossing_of("t", "c", "m", [1, 4, 16, 64], [1.1, 0.9, 1.01, 0.95])
     assert (again.first_loss, again.wins_again) == (4, (16,))
 
 
@@ -65,7 +67,7 @@ def test_a_chain_without_ranks_meets_the_default_tree_on_the_default_profile():
     the named prior's ranks below the top-1. Both are named in ``defaults`` and in the
     assumptions; the prior gives the same numbers as setting it by hand."""
     from sim.model.tree.presets import DEFAULT_RANK_PROFILE
-    from sim.studies.serving.tree_load import DEFAULT_TREE
+    from sim.studies.serving.tree_load_drafts import DEFAULT_TREE
 
     given = load_scenario(LLAMA, SMALL)
     raw = given.model_dump(exclude_none=True)

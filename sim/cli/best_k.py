@@ -16,7 +16,8 @@ from sim.cli.serving_options import (
 
 if TYPE_CHECKING:
     from sim.studies.serving.best_k import BestKResult
-    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.evaluator import PointEvaluator
+    from sim.studies.serving.scenario_plans import ScenarioPlans
 
 OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
 
@@ -64,7 +65,7 @@ def best_k(
     from sim.report.best_k import render_best_k, render_best_k_screen
     from sim.studies.serving.best_k import best_k as run_best_k
     from sim.studies.serving.draws import DrawnPoints
-    from sim.studies.serving.evaluator import study_settings
+    from sim.studies.serving.scenario_plans import study_settings
 
     loads = parse_loads(concurrency, None)
     ks = parse_num_steps(num_steps)

@@ -12,7 +12,8 @@ from sim.cli.serving_options import DEFAULT_KS, StudyArgs, serving_study_options
 
 if TYPE_CHECKING:
     from sim.studies.serving.capacity import CapacityResult
-    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.evaluator import PointEvaluator
+    from sim.studies.serving.scenario_plans import ScenarioPlans
 
 
 @click.command()
@@ -53,8 +54,8 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float | None) 
     from sim.studies.serving.capacity import DEFAULT_RTOL, search_points
     from sim.studies.serving.capacity import capacity as run_capacity
     from sim.studies.serving.draws import DrawnPoints
-    from sim.studies.serving.evaluator import study_settings
     from sim.studies.serving.paired_metrics import Load
+    from sim.studies.serving.scenario_plans import study_settings
 
     ks = parse_num_steps(num_steps)
     tol = DEFAULT_RTOL if rtol is None else rtol

@@ -11,7 +11,8 @@ from sim.cli.serving_options import DEFAULT_KS, StudyArgs, serving_study_options
 
 if TYPE_CHECKING:
     from sim.studies.serving.controllers import Phase, ReplayResult
-    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.evaluator import PointEvaluator
+    from sim.studies.serving.scenario_plans import ScenarioPlans
 
 
 def parse_phase(text: str) -> Phase:

@@ -16,7 +16,8 @@ from sim.cli.serving_options import (
 
 if TYPE_CHECKING:
     from sim.studies.serving.crossover_result import CrossoverResult
-    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.evaluator import PointEvaluator
+    from sim.studies.serving.scenario_plans import ScenarioPlans
 
 
 def parse_metrics(text: str | None) -> tuple[str, ...]:
@@ -84,7 +85,7 @@ def crossover(
     from sim.report.crossover import render_crossover, render_crossover_screen
     from sim.studies.serving.crossover import crossover as run_crossover
     from sim.studies.serving.draws import DrawnPoints
-    from sim.studies.serving.evaluator import study_settings
+    from sim.studies.serving.scenario_plans import study_settings
 
     loads = parse_loads(concurrency, rate)
     ks = parse_num_steps(num_steps)

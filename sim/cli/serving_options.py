@@ -3,7 +3,7 @@
 Each command builds its study from the scenario the same way: ``--set`` and the Monte
 Carlo options applied, SLO limits from the flags (they become ``serving.*_slo_ms``
 overrides, so the document's settings show them), then a ``PointEvaluator`` over
-``ScenarioPlans`` (sim/studies/serving/evaluator.py). Importing this module imports no
+``ScenarioPlans`` (sim/studies/serving/scenario_plans.py). Importing this module imports no
 simulation code (start-up).
 """
 
@@ -37,8 +37,9 @@ from sim.cli.options import (
 from sim.cli.progress import ProgressBar
 
 if TYPE_CHECKING:
-    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.evaluator import PointEvaluator
     from sim.studies.serving.paired_metrics import Load
+    from sim.studies.serving.scenario_plans import ScenarioPlans
 
 __all__ = [
     "DEFAULT_KS",

@@ -19,13 +19,13 @@ from typing import Any
 from sim.parallel import protect_malloc
 from sim.simulation.serving import simulate
 from sim.studies import sweep
-from sim.studies.serving import evaluator
+from sim.studies.serving import point_tasks
 
 __all__ = ["TASK_MODULES", "dask_setup"]
 
 #: The modules whose functions the heavy commands send as tasks, loaded by importing this
 #: one: blocks of replications and tree-load's draws, the studies' points, sweep's points.
-TASK_MODULES = (simulate, evaluator, sweep)
+TASK_MODULES = (simulate, point_tasks, sweep)
 
 
 def dask_setup(worker: Any) -> None:

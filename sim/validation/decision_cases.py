@@ -31,7 +31,8 @@ from sim.model.host_work import US_PER_REQUEST_RANGE
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.studies.serving.crossover import crossover, load_grid
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
 from sim.validation.eagle3_paper_cases import sglang_scenarios, vllm_scenarios

@@ -9,7 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import sim.studies.serving.evaluator as evaluator
+import sim.studies.serving.point_tasks as point_tasks
 import sim.studies.serving.search as serving_search
 import sim.studies.sweep as sweep_module
 from sim.cli import main
@@ -27,7 +27,7 @@ def no_simulation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("an overloaded point was simulated")
 
-    for module in (evaluator, serving_search, sweep_module):
+    for module in (point_tasks, serving_search, sweep_module):
         monkeypatch.setattr(module, "simulate_serving", refuse)
 
 

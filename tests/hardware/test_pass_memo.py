@@ -38,8 +38,8 @@ from sim.hardware.passes import (
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.acceptance_lever import acceptance_levers
-from sim.studies.serving.evaluator import ScenarioPlans
 from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.uncertainty.perturb import perturbed
 from tests.conftest import SEED
 
@@ -156,7 +156,7 @@ def test_a_study_calibrates_the_seed_launch_once_over_its_draft_lengths(monkeypa
 
 def test_a_serving_studys_binds_share_its_memo(monkeypatch):
     """A serving study's plans at every load and k bind with the memo its pass terms
-    carry (sim/studies/serving/evaluator.py ``ScenarioPlans.setup``): each distinct pass
+    carry (sim/studies/serving/scenario_plans.py ``ScenarioPlans.setup``): each distinct pass
     calibrated once over all of them."""
     builder = ScenarioPlans.of(load_scenario(SERVING))
     _, compute_calls = _counted(monkeypatch)

@@ -17,7 +17,7 @@ def _square(x: int) -> int:
 
 def test_the_preload_loads_the_module_of_every_task_the_commands_send():
     from sim.simulation.serving.simulate import _replicate_block
-    from sim.studies.serving.evaluator import run_point
+    from sim.studies.serving.point_tasks import run_point
     from sim.studies.sweep import evaluate_point, evaluate_serving_point
 
     sent = (_replicate_block, run_point, evaluate_point, evaluate_serving_point)

@@ -2,7 +2,8 @@
 
 Modules: ``serve`` (a scenario's server under load in one call, and the study evaluator),
 ``paired_metrics`` (loads, the metrics at a load, paired gains and differences),
-``evaluator`` (plan builders and the memoizing point evaluator), ``break_even`` (where a
+``scenario_plans`` (plan builders), ``point_tasks`` (a point as a worker's task),
+``evaluator`` (the memoizing point evaluator), ``break_even`` (where a
 paired gain crosses 1 along a load axis, with its 95% interval), ``crossover`` (up to which
 load speculation pays, per metric and k, from ``crossover_result``, what it answers, and
 ``crossover_intervals``, a crossing's 90% interval from inputs and model), ``best_k`` (the

@@ -37,8 +37,10 @@ from sim.studies.serving.best_k_forms import (
 from sim.studies.serving.best_k_result import BestKResult
 from sim.studies.serving.best_k_selection import LoadChoice, first_draws_note, select
 from sim.studies.serving.draws import DrawnPoints, replication_counts
-from sim.studies.serving.evaluator import PointEvaluator, gain_band, same_point
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS
+from sim.studies.serving.point_tasks import same_point
+from sim.studies.serving.scenario_plans import gain_band
 from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe
 
 __all__ = [

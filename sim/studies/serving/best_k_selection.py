@@ -22,7 +22,7 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.draw_intervals import IntervalSources, interval90, near, sources90
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import PointEvaluator, load_term
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
@@ -33,6 +33,7 @@ from sim.studies.serving.paired_metrics import (
     paired_values,
     ratio_doc,
 )
+from sim.studies.serving.scenario_plans import load_term
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [

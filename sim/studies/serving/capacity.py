@@ -50,8 +50,9 @@ from sim.studies.serving.capacity_search import (
 )
 from sim.studies.serving.draw_intervals import IntervalSources
 from sim.studies.serving.draws import DrawnPoints, replication_counts
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.scenario_plans import BASELINE
 from sim.studies.serving.sequential import FIRST, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
@@ -68,7 +69,7 @@ def _together(
 
     One worker: one after the other in this process (``executor`` None). More: every
     search steps at once, each in a thread of this process that sends its rates'
-    replications (in blocks, sim/studies/serving/evaluator.py) through the one
+    replications (in blocks, sim/studies/serving/point_tasks.py) through the one
     ``executor``, so the workers always hold the next steps of every policy. A search's
     steps depend only on its own values, each replication carries its own seed: the same
     results either way."""

@@ -17,7 +17,7 @@ import numpy as np
 from sim.studies.serving.capacity_result import PolicyCapacity, capacity_gain
 from sim.studies.serving.draw_intervals import IntervalSources, answering, interval90, sources90
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import ScenarioPlans
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [

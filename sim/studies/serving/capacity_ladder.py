@@ -31,8 +31,8 @@ from sim.studies.serving.capacity_search import (
     search_evaluator,
 )
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import ScenarioPlans, plan_steps
 from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.scenario_plans import ScenarioPlans, plan_steps
 from sim.studies.serving.sequential import PRECISION_SHARE, SETTLED_SE
 from sim.uncertainty.model_error import ModelErrorTerm
 from sim.uncertainty.perturb import InputDraws

@@ -46,8 +46,9 @@ from sim.parallel import Executor
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_result import PolicyCapacity
-from sim.studies.serving.evaluator import BASELINE, PlanBuilder, PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.studies.serving.scenario_plans import BASELINE, PlanBuilder
 from sim.studies.serving.sequential import Share
 
 __all__ = [

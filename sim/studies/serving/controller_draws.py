@@ -39,8 +39,9 @@ from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover_intervals import crossing_interval90
 from sim.studies.serving.draw_intervals import interval90, shifted
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.uncertainty.model_error import ModelErrorTerm, crossing_band, join_ends
 from sim.uncertainty.perturb import InputDraws, Overrides
 

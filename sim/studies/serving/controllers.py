@@ -44,8 +44,9 @@ from sim.studies.serving.controller_replay import (
     replay,
     replay_values,
 )
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, study_settings
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load
+from sim.studies.serving.scenario_plans import ScenarioPlans, study_settings
 
 __all__ = [
     "PHASE_METRICS",

@@ -5,7 +5,7 @@ p99; sim/studies/serving/paired_metrics.py ``METRICS``) the paired gain of specu
 plain decoding is simulated on a grid of loads (closed-loop users or Poisson rates) and
 its crossings through 1 are located with 95% intervals (sim/studies/serving/break_even.py). Every
 (load, k) is the scenario at that load and ``speculation.num_steps = k`` simulated at the
-scenario's seed (sim/studies/serving/evaluator.py), which is what ``sweep`` over
+scenario's seed (sim/studies/serving/scenario_plans.py), which is what ``sweep`` over
 ``serving.concurrency`` and ``speculation.num_steps`` simulates: the curves are the same.
 
 Rates above a policy's service bound (sim/simulation/serving/stability.py: the most
@@ -58,8 +58,9 @@ from sim.studies.serving.draw_intervals import (
     sources90,
 )
 from sim.studies.serving.draws import DrawnPoints, replication_counts
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator, gain_band
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load, gain, level
+from sim.studies.serving.scenario_plans import BASELINE, gain_band
 from sim.studies.serving.sequential import GainsAgainst, describe
 from sim.uncertainty.model_error import ModelErrorTerm, join_ends
 

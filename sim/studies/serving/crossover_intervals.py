@@ -22,8 +22,9 @@ from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.break_even import STOPS, Crossing
 from sim.studies.serving.draw_intervals import IntervalSources, sources90
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.uncertainty.model_error import ModelErrorTerm, TermOrigin, crossing_band
 
 __all__ = [

@@ -54,18 +54,16 @@ from sim.studies.serving.draw_intervals import (
     probe_draws,
     shifted,
 )
-from sim.studies.serving.evaluator import (
-    BASELINE,
-    PointEvaluator,
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain, paired_values
+from sim.studies.serving.point_tasks import (
     PointTask,
-    ScenarioPlans,
-    gain_band,
     replications_of,
     run_in_blocks,
     run_point,
     run_points,
 )
-from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain, paired_values
+from sim.studies.serving.scenario_plans import BASELINE, ScenarioPlans, gain_band
 from sim.studies.serving.sequential import merge
 from sim.uncertainty.model_error import beyond_measured_note
 from sim.uncertainty.perturb import (

@@ -100,7 +100,7 @@ PRECISION_SHARE = 0.25
 
 Points = Mapping[SpeculationPolicy, PolicyPoint]
 #: The standard deviation of the model-error band on ln(gain) of the comparisons at a
-#: load, from every point run there (sim/studies/serving/evaluator.py ``gain_band``: the
+#: load, from every point run there (sim/studies/serving/scenario_plans.py ``gain_band``: the
 #: scenario's gains' term at the load's decode batch).
 Band = Callable[[Points], float]
 

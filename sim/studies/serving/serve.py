@@ -28,7 +28,8 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.studies.serving.serve_intervals import serve_intervals
 from sim.uncertainty.perturb import DRAWS, input_draws
 

@@ -13,8 +13,9 @@ from sim.studies.serving.best_k import best_k
 from sim.studies.serving.best_k_check import check_loads
 from sim.studies.serving.best_k_forms import disable_threshold, midpoint_ends, table_rows
 from sim.studies.serving.best_k_selection import LoadChoice
-from sim.studies.serving.evaluator import PointEvaluator, PointTask, run_point, same_point
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.point_tasks import PointTask, run_point, same_point
 from tests.studies.serving.helpers import CodePlans
 
 

@@ -23,8 +23,9 @@ from sim.studies.serving.best_k import best_k
 from sim.studies.serving.best_k_selection import LoadChoice, draw_stages, input_ties, inside_band
 from sim.studies.serving.draw_intervals import interval90
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.uncertainty.model_error import ModelErrorTerm, TermOrigin
 from sim.uncertainty.perturb import input_draws
 from tests.conftest import ROOT

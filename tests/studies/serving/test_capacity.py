@@ -11,8 +11,9 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import SloSpec
 from sim.studies.serving.capacity import capacity
 from sim.studies.serving.capacity_search import policy_capacity
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, level
+from sim.studies.serving.scenario_plans import BASELINE
 from tests.studies.serving.helpers import CodePlans
 
 BUILDER = CodePlans(output=16, requests=16)

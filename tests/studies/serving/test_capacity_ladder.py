@@ -21,8 +21,9 @@ from sim.studies.serving.capacity_search import (
     ladder_index,
     policy_capacity,
 )
-from sim.studies.serving.evaluator import PointEvaluator, PointTask, run_point
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.studies.serving.point_tasks import PointTask, run_point
 from sim.studies.serving.sequential import FIRST, Share
 from tests.studies.serving.helpers import CodePlans
 
@@ -404,7 +405,7 @@ def test_one_and_two_workers_give_the_same_document_with_draws():
     from sim.parallel import LocalExecutor
     from sim.studies.serving.capacity import capacity
     from sim.studies.serving.draws import DrawnPoints
-    from sim.studies.serving.evaluator import ScenarioPlans
+    from sim.studies.serving.scenario_plans import ScenarioPlans
     from sim.uncertainty.perturb import input_draws
     from tests.studies.serving.helpers import small_scenario
 
@@ -580,7 +581,7 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
     from sim.binding.bound import bind
     from sim.studies.serving.capacity_ladder import bound_moves
     from sim.studies.serving.draws import DrawnPoints
-    from sim.studies.serving.evaluator import BASELINE, ScenarioPlans
+    from sim.studies.serving.scenario_plans import BASELINE, ScenarioPlans
     from sim.uncertainty.perturb import InputDraws, input_draws
     from tests.studies.serving.helpers import small_scenario
 

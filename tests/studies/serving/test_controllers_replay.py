@@ -90,7 +90,7 @@ def test_a_one_class_scenario_is_refused_before_any_simulation():
             raise AssertionError("simulated before checking the mix")
 
     from sim.scenario.load import load_scenario
-    from sim.studies.serving.evaluator import ScenarioPlans
+    from sim.studies.serving.scenario_plans import ScenarioPlans
     from tests.conftest import ROOT
 
     one_class = load_scenario(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")

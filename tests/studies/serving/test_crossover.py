@@ -8,8 +8,9 @@ from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.studies.serving.crossover import crossover, default_loads, load_grid
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.scenario_plans import BASELINE
 from tests.studies.serving.helpers import CodePlans
 
 
@@ -91,7 +92,7 @@ def test_bisections_inside_the_draws_range_stop_and_leave_the_90_interval_as_it_
     from sim.studies.serving.break_even import stopped_short
     from sim.studies.serving.crossover import WITHIN_NOTE
     from sim.studies.serving.draws import DrawnPoints
-    from sim.studies.serving.evaluator import ScenarioPlans
+    from sim.studies.serving.scenario_plans import ScenarioPlans
     from sim.uncertainty.perturb import input_draws
     from tests.studies.serving.helpers import LLAMA
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sim.studies.serving.crossover import crossover, load_grid
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.studies.sweep import run_sweep
 from tests.studies.serving.helpers import small_scenario
 

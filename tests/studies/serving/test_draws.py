@@ -20,8 +20,9 @@ from sim.studies.serving.best_k_selection import LoadChoice, input_ties
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draw_intervals import interval90, prediction_half_width, shifted
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.studies.serving.scenario_plans import BASELINE, ScenarioPlans
 from sim.studies.serving.serve_intervals import serve_intervals
 from sim.uncertainty.perturb import input_draws, serving_inputs
 from tests.conftest import ROOT

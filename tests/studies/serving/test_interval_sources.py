@@ -35,7 +35,8 @@ from sim.studies.serving.draw_intervals import (
     weakest,
 )
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from sim.studies.serving.serve import serve, serving_study
 from sim.studies.serving.tree_load import tree_load_study
 from sim.uncertainty.perturb import input_draws

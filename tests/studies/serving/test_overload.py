@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-import sim.studies.serving.evaluator as evaluator
+import sim.studies.serving.point_tasks as point_tasks
 import sim.studies.serving.search as serving_search
 import sim.studies.sweep as sweep_module
 from sim.binding.bound import bind
@@ -23,8 +23,9 @@ from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import check_open_load, service_bound
 from sim.studies.serving.crossover import crossover
 from sim.studies.serving.crossover_result import NEITHER, PLAIN, SPECULATION
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.scenario_plans import BASELINE
 from sim.studies.serving.search import search_at_load
 from sim.studies.sweep import PointTask, evaluate_serving_point, point_scenario
 from tests.simulation.serving.helpers import plan
@@ -46,8 +47,8 @@ class Counted:
 @pytest.fixture
 def counted(monkeypatch):
     """Every serving simulation the studies run, counted."""
-    spy = Counted(evaluator.simulate_serving)
-    for module in (evaluator, serving_search, sweep_module):
+    spy = Counted(point_tasks.simulate_serving)
+    for module in (point_tasks, serving_search, sweep_module):
         monkeypatch.setattr(module, "simulate_serving", spy)
     return spy
 

@@ -9,8 +9,8 @@ import pickle
 
 import numpy as np
 
-from sim.studies.serving.evaluator import ScenarioPlans
 from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.scenario_plans import ScenarioPlans
 from tests.studies.serving.helpers import small_scenario
 
 

@@ -12,8 +12,9 @@ from sim.parallel import LocalExecutor
 from sim.studies.serving.capacity_ratio import _jackknife_crossings
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draw_intervals import near
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain
+from sim.studies.serving.scenario_plans import BASELINE
 from sim.studies.serving.sequential import (
     EARLY,
     FIRST,

@@ -32,8 +32,9 @@ from sim.studies.serving.draw_intervals import (
     probe_draws,
 )
 from sim.studies.serving.draws import DrawnPoints
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans, gain_band
+from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.scenario_plans import BASELINE, ScenarioPlans, gain_band
 from sim.studies.serving.sequential import GainsAgainst
 from sim.uncertainty.perturb import input_draws
 from tests.conftest import ROOT

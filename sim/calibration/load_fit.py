@@ -76,16 +76,21 @@ was fitted on speculative runs it holds f h, and a draw of f alone would count i
 Its parts: the terms' fields, bounds and scans (sim/calibration/load_terms.py), the runs
 priced by the model (sim/calibration/tpot_model.py), the scans and profile ranges
 (sim/calibration/load_profiles.py), the result (sim/calibration/load_fit_result.py).
+``fit_load_sweep`` in stages: the runs, their sigma and the terms' starting values
+(``_sweep``), the fit and its other basins (``_best_fit``, each fit ``_fit_from``), every
+term's value and range (``_terms``), the Jacobian's condition (``_condition``), the
+scenario written (``_fitted_scenario``), the rows of measured against predicted.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.calibration.load_fit_result import LoadFit, LoadRow
 from sim.calibration.load_profiles import (
     better_basin,
@@ -163,6 +168,80 @@ def fit_load_sweep(
 
     SpecsimError when no run has a TPOT, or a speculative run meets a scenario without a
     drafter."""
+    sweep = _sweep(scenario, points, source)
+    fit, spec_memo = _best_fit(sweep)
+    terms = _terms(sweep, fit, spec_memo)
+    condition = _condition(sweep, terms.values, terms.identified)
+    fitted = _fitted_scenario(sweep, fit, terms)
+    predicted = predicted_tpot_ms(fitted, sweep.usable, sweep.hardware)
+    rows = tuple(
+        LoadRow(p, float(m), float(q), float(s))
+        for p, m, q, s in zip(sweep.usable, sweep.measured, predicted, sweep.sigma, strict=True)
+    )
+    notes = list(fit.notes)
+    loads = sorted({p.load for p in sweep.usable})
+    if len(loads) < 2:
+        notes.append("one load only: the growth with the batch is not measured")
+    return LoadFit(
+        values=dict(terms.values),
+        identified=terms.identified,
+        stderr=dict(fit.stderr),
+        kept=dict(terms.kept),
+        ranges=terms.ranges,
+        condition=condition,
+        rows=rows,
+        max_load=max(loads),
+        scenario=fitted,
+        notes=tuple(notes),
+        host_profile_us=terms.host_profile,
+        spec_factor_profile=terms.spec_profile,
+        spec_factor_runs=sweep.spec_runs if SPEC_FIELD in terms.identified else "",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sweep:
+    """What every step of a load fit reads (``_sweep``): the runs with a TPOT (``usable``),
+    their measured TPOT and its sigma (ms, ``tpot_sigma_ms``), the terms' starting values
+    (``base``: the scenario's, or the named defaults), the terms fitted (``names``), the
+    runs a speculative factor is fitted on (``spec_runs``, empty when not, with
+    ``spec_why``), the scenario bound once (``bound``) and the passes' shared table
+    (``hardware``) its iteration cost is priced with (``model``), the ``scenario`` as
+    given and the ``source`` named in errors."""
+
+    scenario: Scenario
+    usable: list[LoadPoint]
+    measured: np.ndarray
+    sigma: np.ndarray
+    base: dict[str, float]
+    names: tuple[str, ...]
+    spec_runs: str
+    spec_why: str
+    hardware: PassTerms
+    bound: Bound
+    model: TpotModel
+    source: str
+
+    def residuals(self, values: dict[str, float]) -> np.ndarray:
+        """(predicted - measured) / sigma of every run, at ``values`` clamped to their
+        bounds (a finite difference at a bound steps past it)."""
+        return (self.model.tpot_ms(_clamped(values), self.source) - self.measured) / self.sigma
+
+    def chi2(self, values: dict[str, float]) -> float:
+        """The sum of the squared residuals at ``values``."""
+        r = self.residuals(values)
+        return float(r @ r)
+
+
+def _clamped(values: dict[str, float]) -> dict[str, float]:
+    """Each term's value clipped to its ``BOUNDS``."""
+    return {n: float(np.clip(v, *BOUNDS[n])) for n, v in values.items()}
+
+
+def _sweep(scenario: Scenario, points: Sequence[LoadPoint], source: str) -> _Sweep:
+    """The runs with a TPOT, their sigma, the terms' starting values and the scenario bound
+    once (``_Sweep``). SpecsimError when no run has a TPOT, or a speculative run meets a
+    scenario without a drafter."""
     usable = [p for p in points if p.tpot_ms is not None]
     if not usable:
         raise SpecsimError("no run of the sweep reports a decode time per token", source=source)
@@ -193,75 +272,118 @@ def fit_load_sweep(
     # serving plan once, and each step prices its iteration cost again
     bound = bind(scenario, hardware.passes)
     model = TpotModel(bound, usable, hardware)
+    return _Sweep(
+        scenario,
+        usable,
+        measured,
+        sigma,
+        base,
+        names,
+        spec_runs,
+        spec_why,
+        hardware,
+        bound,
+        model,
+        source,
+    )
 
-    def clamped(values: dict[str, float]) -> dict[str, float]:
-        # a finite difference at a bound steps past it
-        return {n: float(np.clip(v, *BOUNDS[n])) for n, v in values.items()}
 
-    def residuals(values: dict[str, float]) -> np.ndarray:
-        return (model.tpot_ms(clamped(values), source) - measured) / sigma
+def _fit_from(sweep: _Sweep, host: float, spec: float | None = None) -> Fit:
+    """The fit with the host work started at ``host`` (and the speculative factor at
+    ``spec``, the scenario's when None): drop the weakest term the sweep cannot pin down,
+    refit with the rest. A term is pinned when its 90% range (2 ``Z90`` standard errors)
+    is narrower than its plausible range, or than its own value when that lies far beyond
+    the range (a host-bound server); the weakest is the widest against that span."""
+    base, names = sweep.base, sweep.names
+    start = {**base, HOST_FIELD: host, SPEC_FIELD: base[SPEC_FIELD] if spec is None else spec}
+    params = [Param(n, start[n], *BOUNDS[n], SCALES[n]) for n in names]
+    probe = [max(start[n], 0.5 * sum(FIT_PLAUSIBLE[n])) for n in names]
+    excluded: dict[str, str] = {}
+    while True:
+        fit = fit_identifiable(
+            sweep.residuals, params, names, "load sweep", probe=probe, excluded=excluded
+        )
+        width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
+        span = {
+            n: max(FIT_PLAUSIBLE[n][1] - FIT_PLAUSIBLE[n][0], abs(fit.values[n])) for n in width
+        }
+        weak = [n for n in width if width[n] > span[n]]
+        if not weak:
+            return fit
+        worst = max(weak, key=lambda n: width[n] / span[n])
+        excluded[worst] = (
+            f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a "
+            f"90% range wider than its plausible range {FIT_PLAUSIBLE[worst][0]:g}-"
+            f"{FIT_PLAUSIBLE[worst][1]:g} and than its value"
+        )
 
-    def chi2(values: dict[str, float]) -> float:
-        r = residuals(values)
-        return float(r @ r)
 
-    def fit_from(host: float, spec: float = base[SPEC_FIELD]) -> Fit:
-        """The fit with the host work started at ``host`` (and the speculative factor at
-        ``spec``): drop the weakest term the sweep cannot pin down, refit with the rest."""
-        start = {**base, HOST_FIELD: host, SPEC_FIELD: spec}
-        params = [Param(n, start[n], *BOUNDS[n], SCALES[n]) for n in names]
-        probe = [max(start[n], 0.5 * sum(FIT_PLAUSIBLE[n])) for n in names]
-        excluded: dict[str, str] = {}
-        while True:
-            fit = fit_identifiable(
-                residuals, params, names, "load sweep", probe=probe, excluded=excluded
-            )
-            # a term is pinned when its 90% range is narrower than its plausible range, or
-            # than its own value when that lies far beyond the range (a host-bound server)
-            width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
-            span = {
-                n: max(FIT_PLAUSIBLE[n][1] - FIT_PLAUSIBLE[n][0], abs(fit.values[n])) for n in width
-            }
-            weak = [n for n in width if width[n] > span[n]]
-            if not weak:
-                return fit
-            worst = max(weak, key=lambda n: width[n] / span[n])
-            excluded[worst] = (
-                f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a "
-                f"90% range wider than its plausible range {FIT_PLAUSIBLE[worst][0]:g}-"
-                f"{FIT_PLAUSIBLE[worst][1]:g} and than its value"
-            )
-
-    given_host = base[HOST_FIELD]
-    fit = fit_from(given_host)
-    scanned = host_start(chi2, {**base, **fit.values})
+def _best_fit(sweep: _Sweep) -> tuple[Fit, dict[float, tuple[float, float]]]:
+    """The fit from the scenario's host work, replaced by one from another basin where it
+    fits better (``better_basin``): the host work's best value of a scan (``host_start``),
+    and, where a speculative factor is fitted but the first fit kept it, the factor of
+    least chi-square over ``SPEC_SCAN`` with h re-fitted (``least_over_host``), the other
+    terms at the fit's values, then at their starting ones. Also the scan's chi-square and
+    h per factor at the fit's values (empty where another basin's fit replaced it), which
+    the factor's profile range reuses."""
+    base = sweep.base
+    fit = _fit_from(sweep, base[HOST_FIELD])
+    scanned = host_start(sweep.chi2, {**base, **fit.values})
     if scanned != fit.values[HOST_FIELD]:  # another basin of the host work may fit better
-        other = fit_from(scanned)
+        other = _fit_from(sweep, scanned)
         if better_basin(other, fit):
             fit = other
     spec_memo: dict[float, tuple[float, float]] = {}
-    if spec_runs and SPEC_FIELD not in fit.stderr:
+    if sweep.spec_runs and SPEC_FIELD not in fit.stderr:
         # the factor was not freed where the fit started (the host work hidden in the
         # plain runs there): start again from the factor of least chi-square, h re-fitted,
         # the other terms at the fit's values and (another basin: the fit may have bent
         # them to the factor it kept) at their starting ones
         for at, memo in (({**base, **fit.values}, spec_memo), (base, {})):
             for f in SPEC_SCAN:
-                memo[f] = least_over_host(chi2, {**at, SPEC_FIELD: f})
+                memo[f] = least_over_host(sweep.chi2, {**at, SPEC_FIELD: f})
             best = min(SPEC_SCAN, key=lambda f: memo[f][0])
             if best == fit.values[SPEC_FIELD]:
                 continue
-            other = fit_from(memo[best][1], best)
+            other = _fit_from(sweep, memo[best][1], best)
             if better_basin(other, fit, SPEC_FIELD):
                 fit = other
                 spec_memo = {}
                 break
-    identified = tuple(n for n in names if n in fit.stderr)
+    return fit, spec_memo
+
+
+@dataclass(frozen=True, slots=True)
+class _Terms:
+    """Every term's value and range after the fit (``_terms``): the terms ``identified``
+    (fitted with a standard error), ``values`` (a kept term at the scenario's value),
+    why each kept term is kept (``kept``), the 90% ``ranges`` an interval draws from, and
+    the ranges the sweep leaves a kept host work (us) and speculative factor
+    (``host_profile``, ``spec_profile``; None where fitted)."""
+
+    identified: tuple[str, ...]
+    values: dict[str, float]
+    kept: dict[str, str]
+    ranges: dict[str, tuple[float, float]]
+    host_profile: tuple[float, float] | None
+    spec_profile: tuple[float, float] | None
+
+
+def _terms(sweep: _Sweep, fit: Fit, spec_memo: dict[float, tuple[float, float]]) -> _Terms:
+    """The terms' values and ranges: a fitted term's 90% range is value +- ``Z90``
+    standard errors within its bounds, a kept term's its plausible range; a kept
+    speculative factor's is the range the sweep allows it (``spec_profile_range``, the
+    host work re-fitted; all its bounds where no speculative run drafts a batch) cut to
+    the plausible one and widened to hold its value, a kept host work's the range the
+    sweep allows it (``host_profile_range``: chi-square within ``CHI2_90`` x the reduced
+    chi-square, when that exceeds 1, of the fit's) cut to the plausible one, and the host
+    work goes back to the scenario's value where that range holds it."""
+    identified = tuple(n for n in sweep.names if n in fit.stderr)
     values = dict(fit.values)
     kept = dict(fit.kept)
-    if not spec_runs:
-        values[SPEC_FIELD] = base[SPEC_FIELD]
-        kept[SPEC_FIELD] = spec_why
+    if not sweep.spec_runs:
+        values[SPEC_FIELD] = sweep.base[SPEC_FIELD]
+        kept[SPEC_FIELD] = sweep.spec_why
     ranges: dict[str, tuple[float, float]] = {}
     for n in values:
         if n in fit.stderr:
@@ -275,9 +397,9 @@ def fit_load_sweep(
     scale = max(1.0, fit.chi2 / dof) if dof > 0 else 1.0
     spec_profile: tuple[float, float] | None = None
     if SPEC_FIELD not in identified:  # before the host work's value may be put back
-        drafts_batched = any(is_speculative(scenario, p) and p.load > 1 for p in usable)
+        drafts_batched = any(is_speculative(sweep.scenario, p) and p.load > 1 for p in sweep.usable)
         spec_profile = (  # the factor changes nothing at one request (host_work.py)
-            spec_profile_range(chi2, values, scale, spec_memo)
+            spec_profile_range(sweep.chi2, values, scale, spec_memo)
             if drafts_batched
             else BOUNDS[SPEC_FIELD]
         )
@@ -289,58 +411,50 @@ def fit_load_sweep(
             "(90%, the host work re-fitted)"
         )
     if HOST_FIELD not in identified:
-        profile = host_profile_range(chi2, values, chi2(values) + CHI2_90 * scale)
+        given_host = sweep.base[HOST_FIELD]
+        profile = host_profile_range(sweep.chi2, values, sweep.chi2(values) + CHI2_90 * scale)
         ranges[HOST_FIELD] = cut_range(profile, FIT_PLAUSIBLE[HOST_FIELD])
         if profile[0] <= given_host <= profile[1]:
             values[HOST_FIELD] = given_host  # the sweep does not move the scenario's value
         kept[HOST_FIELD] = (
             f"{kept[HOST_FIELD]}; the sweep allows {profile[0]:.3g}-{profile[1]:.3g} us (90%)"
         )
-    condition = math.inf
-    if identified:
-        jac = np.column_stack(
-            [
-                (residuals({**values, n: values[n] + 1e-3 * SCALES[n]}) - residuals(values)) / 1e-3
-                for n in identified
-            ]
-        )
-        s = np.linalg.svd(jac, compute_uv=False)
-        condition = float(s.max() / s.min()) if s.min() > 0 else math.inf
-    # a factor the sweep does not fit stays as the scenario has it, without a range to draw:
-    # with the host work fitted (it took f h) a draw of f alone would count it twice
-    written = {n: v for n, v in values.items() if n != SPEC_FIELD or n in identified}
-    fitted = with_overrides(
-        bound.with_serving(clamped(written), source=source).scenario,
+    return _Terms(identified, values, kept, ranges, profile, spec_profile)
+
+
+def _condition(sweep: _Sweep, values: dict[str, float], identified: Sequence[str]) -> float:
+    """The condition number of the scaled Jacobian of the residuals over the identified
+    terms at ``values`` (largest over smallest singular value; forward differences of
+    1e-3 x each term's scale): inf without an identified term or with a zero singular
+    value."""
+    if not identified:
+        return math.inf
+    jac = np.column_stack(
+        [
+            (sweep.residuals({**values, n: values[n] + 1e-3 * SCALES[n]}) - sweep.residuals(values))
+            / 1e-3
+            for n in identified
+        ]
+    )
+    s = np.linalg.svd(jac, compute_uv=False)
+    return float(s.max() / s.min()) if s.min() > 0 else math.inf
+
+
+def _fitted_scenario(sweep: _Sweep, fit: Fit, terms: _Terms) -> Scenario:
+    """The scenario with the terms written (clamped to their bounds) and their
+    ``[uncertainty.serving]`` entries (``_uncertainty``). A factor the sweep does not fit
+    stays as the scenario has it, without a range to draw: with the host work fitted (it
+    took f h) a draw of f alone would count it twice."""
+    identified = terms.identified
+    written = {n: v for n, v in terms.values.items() if n != SPEC_FIELD or n in identified}
+    return with_overrides(
+        sweep.bound.with_serving(_clamped(written), source=sweep.source).scenario,
         _uncertainty(
             written,
             fit.stderr,
-            ranges,
-            kept,
-            {SPEC_FIELD: spec_runs} if SPEC_FIELD in identified else None,
+            terms.ranges,
+            terms.kept,
+            {SPEC_FIELD: sweep.spec_runs} if SPEC_FIELD in identified else None,
         ),
-        source=source,
-    )
-    predicted = predicted_tpot_ms(fitted, usable, hardware)
-    rows = tuple(
-        LoadRow(p, float(m), float(q), float(s))
-        for p, m, q, s in zip(usable, measured, predicted, sigma, strict=True)
-    )
-    notes = list(fit.notes)
-    loads = sorted({p.load for p in usable})
-    if len(loads) < 2:
-        notes.append("one load only: the growth with the batch is not measured")
-    return LoadFit(
-        values=dict(values),
-        identified=identified,
-        stderr=dict(fit.stderr),
-        kept=dict(kept),
-        ranges=ranges,
-        condition=condition,
-        rows=rows,
-        max_load=max(loads),
-        scenario=fitted,
-        notes=tuple(notes),
-        host_profile_us=profile,
-        spec_factor_profile=spec_profile,
-        spec_factor_runs=spec_runs if SPEC_FIELD in identified else "",
+        source=sweep.source,
     )

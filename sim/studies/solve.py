@@ -182,101 +182,20 @@ def solve_lever(
     solve's own).
     """
     targets = checked_targets(targets, quantile)
-    if dotted in ("speculation.num_draft_tokens", "simulation.seed"):
-        raise SpecsimError("not a lever", param="field", field=dotted)
-    if dotted == "speculation.num_steps":
-        raise SpecsimError(NUM_STEPS_NOT_MONOTONE, param="field", field=dotted)
-    base = pin_verify_tokens(scenario)
-    try:
-        v0 = field_value(base, dotted)
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, param="field", field=dotted) from None
-    if isinstance(v0, bool) or not isinstance(v0, int | float):
-        raise SpecsimError(f"is not a numeric field (value {v0!r})", param="field", field=dotted)
-    integer = isinstance(v0, int)
+    base, v0, integer = _lever_field(scenario, dotted)
     lo, hi = lever_domain(base, dotted, v0, integer)
     if lo == hi:
         raise SpecsimError("has a single valid value here", param="field", field=dotted)
     evaluator = Evaluator(simulate or MonteCarloStats(engine, fidelity), targets)
     memo = PassMemo() if memo is None else memo  # every lever value's binding meets them
-
-    def at(x: float) -> Scenario:
-        return with_overrides(base, {dotted: int(x) if integer else float(x)}, source="search")
-
-    def bound_at(x: float) -> Bound:
-        """The scenario at lever value ``x``, bound once with the solve's hardware answers."""
-        return bind(at(x), memo)
-
-    def evaluate(x: float) -> Stats:
-        return evaluator(bound_at(x), f"{dotted}={x!r}")
-
-    # direction: closed form first, Monte Carlo when the closed form ignores the field
-    near = [v for v in ((v0 + 1, v0 - 1) if integer else (v0 * 1.1, v0 / 1.1)) if lo <= v <= hi]
-    near = near or [lo if v0 != lo else hi]
-    cf0, cf1 = bound_at(v0).closed_form_tok_s, bound_at(near[0]).closed_form_tok_s
-    uses_closed_form = not math.isclose(cf0, cf1, rel_tol=1e-12)
-    if uses_closed_form:
-        sign = 1 if (cf1 > cf0) == (near[0] > v0) else -1
-    else:
-        far = min(hi, v0 * 2) if v0 > 0 else hi
-        if far == v0:
-            far = lo
-        m0 = evaluate(v0).tok_s_mean
-        m1 = evaluate(far).tok_s_mean
-        if m0 == m1:
-            raise SpecsimError(
-                f"changing it from {v0:g} to {far:g} does not change the simulated tok/s",
-                param="field",
-                field=dotted,
-            )
-        sign = 1 if (m1 > m0) == (far > v0) else -1
-    probe = Probe(evaluate, sign, lo, hi, integer)
-    scale = max(abs(v0), 1e-9)
+    lever = _Lever(base, dotted, integer, lo, hi, memo, evaluator)
+    sign, uses_closed_form = _direction(lever, v0)
+    probe = Probe(lever.evaluate, sign, lo, hi, integer)
     rows, warnings = [], []
     for t in targets:
-        crit = Criterion(t, quantile)
-        x_cf = None
-        if uses_closed_form:
-            cf_probe = Probe(
-                lambda x: closed_form_stats(bound_at(x), None, ()), sign, lo, hi, integer
-            )
-            x_cf = first_passing(
-                cf_probe,
-                lambda sm: sm.tok_s_mean,
-                t,
-                hint=v0,
-                step=0.05 * scale,
-                xtol=1e-6 * scale,
-            )
-        hint = x_cf if x_cf is not None else v0
-        root = solve_root(
-            probe,
-            crit,
-            hint=hint,
-            step=0.02 * max(abs(hint), 1e-9 * scale),
-            xtol=LEVER_RTOL * max(abs(hint), 1e-6 * scale),
-        )
-        reason = None
-        if root.value is None:
-            best_end = hi if sign > 0 else lo
-            m = probe.at(best_end).tok_s_mean
-            where = end_label(base, dotted, best_end, lo, integer)
-            reason = (
-                f"even at {dotted} = {best_end:g} ({where}) the simulated mean is {m:.1f} tok/s"
-                + (
-                    ""
-                    if quantile is None
-                    else f" and the target's share of requests is "
-                    f"{crit.stat(probe.at(best_end))[0]:.2f} < {quantile}"
-                )
-            )
-        rows.append(
-            LeverTarget(t, quantile, root.value is not None, root.value, root.ci95, x_cf, reason)
-        )
-        for x0, x1 in monotone_violations(probe, crit):
-            warnings.append(
-                f"not monotone: the estimate falls between {dotted} = {x0:g} and {x1:g}"
-            )
+        row, broken = _lever_target(lever, probe, t, quantile, v0, sign, uses_closed_form)
+        rows.append(row)
+        warnings.extend(broken)
     current_tok_s = float(probe.at(v0).tok_s_mean)  # context for the report
     if quantile is None:
         levers = lever_uncertainty(
@@ -288,16 +207,6 @@ def solve_lever(
             hints=[r.closed_form_value for r in rows],
         )
         rows = [replace(r, uncertainty=u) for r, u in zip(rows, levers, strict=True)]
-    settings = {
-        "hardware": effective_hardware(base),
-        "overrides": override_entries(base),
-        "assumptions": [a.to_dict() for a in assumptions(bind(base, memo))],
-        "seed": base.simulation.seed,
-        "replications": base.simulation.replications,
-        "requests": base.workload.requests,
-        "quantile": quantile,
-        "current_tok_s": current_tok_s,
-    }
     return LeverResult(
         base.name,
         dotted,
@@ -309,14 +218,167 @@ def solve_lever(
         fidelity,
         tuple(rows),
         tuple(dict.fromkeys(warnings)),
-        settings,
-        tuple(
-            {
-                "value": float(x),
-                "tok_s_mean": float(sm.tok_s_mean),
-                "tok_s_ci95_lo": float(sm.tok_s_ci95[0]),
-                "tok_s_ci95_hi": float(sm.tok_s_ci95[1]),
-            }
-            for x, sm in sorted(probe.seen.items())
-        ),
+        _settings(base, memo, quantile, current_tok_s),
+        _seen_points(probe),
+    )
+
+
+def _lever_field(scenario: Scenario, dotted: str) -> tuple[Scenario, int | float, bool]:
+    """The scenario with its verify tokens pinned (``pin_verify_tokens``), the field's
+    value there and whether it is an integer. SpecsimError for a field that is no lever
+    (``speculation.num_draft_tokens``, ``simulation.seed``; ``speculation.num_steps``:
+    ``NUM_STEPS_NOT_MONOTONE``), not a field, or not numeric."""
+    if dotted in ("speculation.num_draft_tokens", "simulation.seed"):
+        raise SpecsimError("not a lever", param="field", field=dotted)
+    if dotted == "speculation.num_steps":
+        raise SpecsimError(NUM_STEPS_NOT_MONOTONE, param="field", field=dotted)
+    base = pin_verify_tokens(scenario)
+    try:
+        v0 = field_value(base, dotted)
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, param="field", field=dotted) from None
+    if isinstance(v0, bool) or not isinstance(v0, int | float):
+        raise SpecsimError(f"is not a numeric field (value {v0!r})", param="field", field=dotted)
+    return base, v0, isinstance(v0, int)
+
+
+@dataclass(frozen=True, slots=True)
+class _Lever:
+    """A lever being solved: the scenario (``base``), the field (``dotted``, an integer
+    one when ``integer``), its valid range [``lo``, ``hi``], the hardware answers every
+    lever value's binding shares (``memo``) and the Monte Carlo ``evaluator``."""
+
+    base: Scenario
+    dotted: str
+    integer: bool
+    lo: float
+    hi: float
+    memo: PassMemo
+    evaluator: Evaluator
+
+    def at(self, x: float) -> Scenario:
+        """The scenario at lever value ``x`` (an int for an integer field)."""
+        value = int(x) if self.integer else float(x)
+        return with_overrides(self.base, {self.dotted: value}, source="search")
+
+    def bound_at(self, x: float) -> Bound:
+        """The scenario at lever value ``x``, bound once with the solve's hardware answers."""
+        return bind(self.at(x), self.memo)
+
+    def evaluate(self, x: float) -> Stats:
+        """The Monte Carlo statistics at lever value ``x``."""
+        return self.evaluator(self.bound_at(x), f"{self.dotted}={x!r}")
+
+
+def _direction(lever: _Lever, v0: float) -> tuple[int, bool]:
+    """(+1 where raising the field helps, else -1; whether the closed form moves with the
+    field). From the closed form at ``v0`` and a neighbour (v0 +- 1 for an integer field,
+    else v0 x 1.1 or / 1.1, inside the valid range; else the far end), when the two differ
+    beyond a relative 1e-12; else from two Monte Carlo runs, at ``v0`` and at twice it (the
+    range's end when that is v0). SpecsimError when the two runs' mean tok/s are equal."""
+    lo, hi, integer = lever.lo, lever.hi, lever.integer
+    near = [v for v in ((v0 + 1, v0 - 1) if integer else (v0 * 1.1, v0 / 1.1)) if lo <= v <= hi]
+    near = near or [lo if v0 != lo else hi]
+    cf0, cf1 = lever.bound_at(v0).closed_form_tok_s, lever.bound_at(near[0]).closed_form_tok_s
+    if not math.isclose(cf0, cf1, rel_tol=1e-12):
+        return (1 if (cf1 > cf0) == (near[0] > v0) else -1), True
+    far = min(hi, v0 * 2) if v0 > 0 else hi
+    if far == v0:
+        far = lo
+    m0 = lever.evaluate(v0).tok_s_mean
+    m1 = lever.evaluate(far).tok_s_mean
+    if m0 == m1:
+        raise SpecsimError(
+            f"changing it from {v0:g} to {far:g} does not change the simulated tok/s",
+            param="field",
+            field=lever.dotted,
+        )
+    return (1 if (m1 > m0) == (far > v0) else -1), False
+
+
+def _lever_target(
+    lever: _Lever,
+    probe: Probe,
+    t: float,
+    quantile: float | None,
+    v0: float,
+    sign: int,
+    uses_closed_form: bool,
+) -> tuple[LeverTarget, list[str]]:
+    """Target ``t``'s answer and the warnings of seen points that break monotonicity.
+
+    The closed form's value (where it moves with the field: the first passing value from
+    ``v0`` in steps of 5% of |v0|, to 1e-6 |v0|) is the hint; Monte Carlo bisection on
+    common random numbers (``solve_root``) from it in steps of 2% of the hint, to
+    ``LEVER_RTOL`` of it, gives the value and its 95% interval. Unreachable: the
+    simulated mean (and the target's share of requests, for a quantile) at the range's
+    best end, and what that end is (``end_label``)."""
+    dotted, lo, hi, integer = lever.dotted, lever.lo, lever.hi, lever.integer
+    scale = max(abs(v0), 1e-9)
+    crit = Criterion(t, quantile)
+    x_cf = None
+    if uses_closed_form:
+        cf_probe = Probe(
+            lambda x: closed_form_stats(lever.bound_at(x), None, ()), sign, lo, hi, integer
+        )
+        x_cf = first_passing(
+            cf_probe, lambda sm: sm.tok_s_mean, t, hint=v0, step=0.05 * scale, xtol=1e-6 * scale
+        )
+    hint = x_cf if x_cf is not None else v0
+    root = solve_root(
+        probe,
+        crit,
+        hint=hint,
+        step=0.02 * max(abs(hint), 1e-9 * scale),
+        xtol=LEVER_RTOL * max(abs(hint), 1e-6 * scale),
+    )
+    reason = None
+    if root.value is None:
+        best_end = hi if sign > 0 else lo
+        m = probe.at(best_end).tok_s_mean
+        where = end_label(lever.base, dotted, best_end, lo, integer)
+        reason = (
+            f"even at {dotted} = {best_end:g} ({where}) the simulated mean is {m:.1f} tok/s"
+            + (
+                ""
+                if quantile is None
+                else f" and the target's share of requests is "
+                f"{crit.stat(probe.at(best_end))[0]:.2f} < {quantile}"
+            )
+        )
+    row = LeverTarget(t, quantile, root.value is not None, root.value, root.ci95, x_cf, reason)
+    warnings = [
+        f"not monotone: the estimate falls between {dotted} = {x0:g} and {x1:g}"
+        for x0, x1 in monotone_violations(probe, crit)
+    ]
+    return row, warnings
+
+
+def _settings(
+    base: Scenario, memo: PassMemo, quantile: float | None, current_tok_s: float
+) -> dict[str, Any]:
+    """The result's settings: the hardware, the overrides, the assumptions of the bound
+    scenario, the Monte Carlo settings, the quantile and the tok/s at the current value."""
+    return {
+        "hardware": effective_hardware(base),
+        "overrides": override_entries(base),
+        "assumptions": [a.to_dict() for a in assumptions(bind(base, memo))],
+        "seed": base.simulation.seed,
+        "replications": base.simulation.replications,
+        "requests": base.workload.requests,
+        "quantile": quantile,
+        "current_tok_s": current_tok_s,
+    }
+
+
+def _seen_points(probe: Probe) -> tuple[dict[str, float], ...]:
+    """Every lever value the Monte Carlo ran, in order: its mean tok/s and 95% interval."""
+    return tuple(
+        {
+            "value": float(x),
+            "tok_s_mean": float(sm.tok_s_mean),
+            "tok_s_ci95_lo": float(sm.tok_s_ci95[0]),
+            "tok_s_ci95_hi": float(sm.tok_s_ci95[1]),
+        }
+        for x, sm in sorted(probe.seen.items())
     )

@@ -14,7 +14,8 @@ from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import leviathan_accept_length
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
-from sim.studies.levers import KIMI_K2_DRAFTER, lever_table
+from sim.studies.lever_choices import KIMI_K2_DRAFTER
+from sim.studies.levers import lever_table
 from tests.conftest import SEED
 
 
@@ -163,7 +164,8 @@ def test_ranking_breaks_a_tie_by_the_lower_end_and_leaves_out_the_rest():
     """Single levers best first by tok/s as specified; at equal tok/s the one whose
     variants' low end is higher first. Plain decoding, the scenario as is, combinations
     ('+') and levers that failed are not ranked."""
-    from sim.studies.levers import Lever, LeverRow, LeverTable
+    from sim.studies.lever_choices import Lever
+    from sim.studies.levers import LeverRow, LeverTable
 
     def row(name: str, tok_s: float | None, low: float | None, reference: bool = False):
         return LeverRow(Lever(name, "", {}, reference), tok_s, low, tok_s, {}, 1.0, 10.0)

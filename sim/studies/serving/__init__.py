@@ -10,9 +10,10 @@ load speculation pays, per metric and k, from ``crossover_result``, what it answ
 best k per batch size as engine configuration, from ``best_k_selection``, ``best_k_forms``,
 ``best_k_check`` and ``best_k_result``), ``capacity`` (the highest rate meeting SLOs, from
 ``capacity_search``, one policy's search; ``capacity_ladder``, each draw's capacity on its
-rate ladder; ``capacity_intervals``, the 90% intervals; ``capacity_result``, what it
-answers; ``capacity_notes``, its assumption lines) and ``capacity_ratio`` (its paired
-ratio), ``search`` (the acceptance a drafter needs at a load), ``controllers`` (adaptive
+rate ladder, with ``capacity_completion`` and ``capacity_draw_starts``;
+``capacity_intervals``, the 90% intervals; ``capacity_result``, what it answers;
+``capacity_notes``, its assumption lines) and ``capacity_ratio`` (its paired ratio),
+``search`` (the acceptance a drafter needs at a load), ``controllers`` (adaptive
 controllers replayed on phase-changing workloads, from ``controller_phases``,
 ``controller_policies`` and ``controller_replay``), ``tree_load`` (chain against tree as
 concurrency grows, from ``tree_load_drafts``, the drafts asked; ``tree_load_runs``, the

@@ -21,6 +21,8 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.parallel import Executor, close_executor, drain
+from sim.studies.serving.capacity_completion import completion_tolerances
+from sim.studies.serving.capacity_draw_starts import bound_moves, capacity_moves
 from sim.studies.serving.capacity_intervals import (
     capacity_intervals,
     capacity_sources,
@@ -28,12 +30,7 @@ from sim.studies.serving.capacity_intervals import (
     settled_range,
     widest_term,
 )
-from sim.studies.serving.capacity_ladder import (
-    bound_moves,
-    capacity_moves,
-    completed_draws,
-    completion_tolerances,
-)
+from sim.studies.serving.capacity_ladder import completed_draws
 from sim.studies.serving.capacity_notes import (
     LADDER_NOTE,
     completion_note,

@@ -218,7 +218,7 @@ def test_a_draw_side_is_open_within_the_move_the_other_replications_can_make():
     nominal mean's move from n replications to all R, scaled by the capped shift's
     beta); closed at n = R, for a draw the scenario rejects, and for a draw whose
     replications do not vary (beta 0) unless it sits on the share."""
-    from sim.studies.serving.capacity_ladder import side_open
+    from sim.studies.serving.capacity_completion import side_open
 
     nominal = np.array([0.72, 0.64, 0.5, 0.45])
     drawn = nominal[:2] + 0.2  # varies as the nominal's first two: beta = 0.057 / 0.12
@@ -241,7 +241,7 @@ def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
     (``side_open``), and stops at the first count where none can: the count is the one
     the whole run's replications give, for draws placed at several distances from the
     share."""
-    from sim.studies.serving.capacity_ladder import capped_shift, side_open
+    from sim.studies.serving.capacity_completion import capped_shift, side_open
 
     R = 10
     ev, p, x_far, full = _stopped_whole(R)
@@ -288,7 +288,7 @@ def test_a_draw_read_before_a_rate_grows_is_read_again_on_the_grown_nominal():
     rate a round (just above the share: the prediction is its lower end) and reaches
     ``far`` rounds later, exactly on the share on 4 replications: its side is open and
     the nominal there grows."""
-    from sim.studies.serving.capacity_ladder import capped_shift
+    from sim.studies.serving.capacity_completion import capped_shift
 
     R = 10
     ev, p, nominal = _searched(R, sequential=True)
@@ -429,7 +429,7 @@ def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
     at least as much as the nominal's; a draw whose replications all meet the SLO (1.0,
     1.0) reads 1.0 whatever the nominal's first replications (the full shift read 0.89
     there); between, beta = s_drawn / s_nominal, its value between the two."""
-    from sim.studies.serving.capacity_ladder import capped_shift
+    from sim.studies.serving.capacity_completion import capped_shift
     from sim.studies.serving.draw_intervals import shifted
 
     nominal = np.array([0.72, 0.64, 0.5, 0.45, 0.55, 0.6, 0.5, 0.58, 0.52, 0.64])
@@ -472,7 +472,7 @@ def test_a_stopped_ladder_rate_grows_only_while_the_move_exceeds_the_tolerance()
     than it (``capacity_move``: beta s sqrt(1/n - 1/R) over the nominal's fall across its
     capacity), before the count ``side_open`` alone gives; a tolerance of 0 is that
     rule."""
-    from sim.studies.serving.capacity_ladder import (
+    from sim.studies.serving.capacity_completion import (
         capacity_move,
         capped_shift,
         nominal_fall,
@@ -526,7 +526,7 @@ def test_completion_tolerances_are_a_quarter_of_the_tightest_model_error_sigma()
     decoding's takes the tightest of the gains; without a term, 0 everywhere."""
     from types import SimpleNamespace
 
-    from sim.studies.serving.capacity_ladder import completion_tolerances
+    from sim.studies.serving.capacity_completion import completion_tolerances
 
     def term(level: float, gain: float) -> SimpleNamespace:
         return SimpleNamespace(level_sigma=level, gain_sigma=gain)
@@ -579,7 +579,7 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
     from dataclasses import replace
 
     from sim.binding.bound import bind
-    from sim.studies.serving.capacity_ladder import bound_moves
+    from sim.studies.serving.capacity_draw_starts import bound_moves
     from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.scenario_plans import BASELINE, ScenarioPlans
     from sim.uncertainty.perturb import InputDraws, input_draws
@@ -614,7 +614,7 @@ def test_a_ladder_rate_the_search_did_not_try_reads_the_draws_own_attainment():
     replications' mean there (no nominal runs, no control variate); at a rate the search
     ran, the nominal mean moved by its paired shift (``capped_shift``). The draw's
     capacity is interpolated on those values."""
-    from sim.studies.serving.capacity_ladder import capped_shift
+    from sim.studies.serving.capacity_completion import capped_shift
 
     R = 10
     ev, p, _ = _searched(R, sequential=True)
@@ -651,7 +651,7 @@ def test_a_k_draws_start_at_the_move_of_the_policy_drawn_before_it():
     None where no policy drawn so far has one."""
     from types import SimpleNamespace
 
-    from sim.studies.serving.capacity_ladder import capacity_moves
+    from sim.studies.serving.capacity_draw_starts import capacity_moves
 
     plain = SimpleNamespace(value=0.5, at_least=False)
     k1 = SimpleNamespace(value=0.8, at_least=False)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from sim.calibration.importers.per_request import RequestCounts
+from sim.calibration.importers.per_request_counts import RequestCounts
 from sim.errors import SpecsimError
 
 __all__ = ["KAPPA_BOUNDS", "SpreadFit", "fit_spread", "latent_log_weights"]

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from sim.binding.acceptance_model import acceptance_model
 from sim.binding.bound import bind
-from sim.calibration.importers.per_request import RequestCounts, read_per_request
+from sim.calibration.importers.per_request import read_per_request
+from sim.calibration.importers.per_request_counts import RequestCounts
 from sim.calibration.spread_fit import KAPPA_BOUNDS, fit_spread, latent_log_weights
 from sim.cli import main
 from sim.errors import SpecsimError

@@ -31,13 +31,17 @@ sim/calibration/timing_fit.py (its residuals timing_residuals.py, the drafter pa
 figures cannot fix efficiency_range.py), the acceptance blocks acceptance_fit.py and
 tree_acceptance_fit.py (each a ``FitBlock``, fit_block.py); the result is result.py
 (``Calibration``), the written ``[uncertainty]`` uncertainty_entries.py, the notes on
-the fitted profile profile_notes.py.
+the fitted profile profile_notes.py. ``calibrate`` in stages: the request checked
+(``_request``), the blocks fitted (``_fit_blocks``), the fields written (``_overrides``)
+and their ``[uncertainty]`` entries (``_uncertainty_entries``), the scenario validated
+and bound (``_calibrated_scenario``), the held-out checks and the notes on the result.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,6 +63,7 @@ from sim.calibration.timing_residuals import point_residual
 from sim.calibration.tree_acceptance_fit import tree_acceptance_block
 from sim.calibration.uncertainty_entries import uncertainty_overrides
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PassMemo
 from sim.scenario.overrides import apply_overrides, with_overrides
 from sim.scenario.schema import Scenario
@@ -162,6 +167,71 @@ def calibrate(
     command that calibrates (None: the calibration's own), shared by every scenario its
     fits try.
     """
+    req = _request(base, data, fit_timing, prefer, memo)
+    base, base_hw, notes = req.base, req.base_hw, list(req.notes)
+    blocks, model, drop = _fit_blocks(req, data, acceptance, notes)
+    overrides, written = _overrides(req, data, blocks, notes)
+    covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
+    overrides.update(_uncertainty_entries(base, blocks, overrides))
+    bound = _calibrated_scenario(base, overrides, drop, base_hw.memo)
+    scenario = bound.scenario
+    checks: list[Residual] = []
+    if data.checks:
+        passes, hw = bound.passes, bound.hardware
+        checks = [point_residual(passes, pt, scenario, "held out: tok/s", hw) for pt in data.checks]
+    # a fitted value whose error reaches past its field's valid values: later answers
+    # clip its draws there (and say so); say it here too
+    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(bound.inputs).values())
+    if model is not None:
+        depth = measured_depth(data)
+        for note in (rising_note(scenario, depth), seam_note(scenario, depth)):
+            if note is not None:
+                notes.append(note)
+    return Calibration(
+        scenario,
+        tuple(v for b in blocks for v in b.values if v.field not in _fields(b.extra_values))
+        + tuple(v for b in blocks for v in b.extra_values),
+        model,
+        tuple(r for b in blocks for r in b.residuals),
+        sum(b.chi2 for b in blocks),
+        sum(b.n_obs - b.n_fit for b in blocks),
+        tuple(notes),
+        tuple(tuple(float(x) for x in row) for row in covariance),
+        data.imported,
+        tuple(checks),
+        () if written is None else (("timing.context_tokens", written[1]),),
+        calibration_sources(data),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """A calibration's request checked (``_request``): the base scenario (with the
+    figures' server where ``--prefer data`` says they win), its hardware model bound once
+    (``base_hw``; its memo serves every scenario the fits try), the timing fields to fit
+    in priority order, whether the base derives its verify from a table (``table``) and
+    the first notes (the data's, the server's, what is kept
+    from the base)."""
+
+    base: Scenario
+    base_hw: PassModel
+    fit_timing: tuple[str, ...]
+    table: bool
+    notes: tuple[str, ...]
+
+
+def _request(
+    base: Scenario,
+    data: Measurements,
+    fit_timing: Sequence[str] | None,
+    prefer: str | None,
+    memo: PassMemo | None,
+) -> _Request:
+    """The request checked: figures given, a base that is not a what-if, the server the
+    figures come from (``check_server``; its overrides where ``prefer`` says the data
+    win), units the server's physics allows (``check_units``), timing fields known (default
+    ``DEFAULT_TIMING_FIT``, or ``TABLE_TIMING_FIT`` when the base derives its verify from
+    a table). SpecsimError otherwise."""
     if data.empty:
         raise SpecsimError(
             "nothing to calibrate from: give --baseline-tok-s, --point, --vllm-bench, "
@@ -187,10 +257,23 @@ def calibrate(
             f"cannot fit {', '.join(unknown)}; timing fields are {', '.join(TIMING_FIELDS)}",
             param="fit_timing",
         )
-    notes: list[str] = [*data.notes, *server_notes, kept_from_base(base, server_overrides)]
+    notes = (*data.notes, *server_notes, kept_from_base(base, server_overrides))
+    return _Request(base, base_hw, tuple(fit_timing), table, notes)
+
+
+def _fit_blocks(
+    req: _Request, data: Measurements, acceptance: str, notes: list[str]
+) -> tuple[list[FitBlock], str | None, list[str]]:
+    """The fitted blocks (the timing block where a tok/s figure is given; the acceptance
+    block of the model ``choose_acceptance_model`` picks, or a tree's from its tree rows),
+    the acceptance model (None: no acceptance data) and the dotted fields the calibrated
+    scenario drops (a heterogeneous base's per-request spread, replaced by the fitted
+    effective rates). Each note is appended to ``notes``."""
+    base = req.base
     blocks: list[FitBlock] = []
     if data.baselines or data.points:
-        blocks.append(timing_block(base, base_hw, data, [f"timing.{f}" for f in fit_timing]))
+        timing = [f"timing.{f}" for f in req.fit_timing]
+        blocks.append(timing_block(base, req.base_hw, data, timing))
     else:
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
     model = choose_acceptance_model(data, acceptance)
@@ -221,7 +304,20 @@ def calibrate(
                 "fitted rates are the effective rates the figures show; add a spread back "
                 "only with mean rates refitted to it"
             )
-    overrides: dict[str, Any] = {} if table else {"timing.verify_tokens": base_passes.verify_tokens}
+    return blocks, model, drop
+
+
+def _overrides(
+    req: _Request, data: Measurements, blocks: Sequence[FitBlock], notes: list[str]
+) -> tuple[dict[str, Any], tuple[float, str] | None]:
+    """The fields the calibration writes, before their ``[uncertainty]`` entries: the
+    base's verify tokens (unless its verify is a table), the verify's CUDA graph where the
+    figures say it (SGLang's decode lines), every block's values, the context the figures
+    ran at (``measured_context``) and the calibrated name and description. Also that
+    context (tokens, origin; None where not written). Each note is appended to ``notes``."""
+    base = req.base
+    verify_tokens = req.base_hw.passes.verify_tokens
+    overrides: dict[str, Any] = {} if req.table else {"timing.verify_tokens": verify_tokens}
     if data.cuda_graph is not None:
         # SGLang's speculative "Decode batch" line prints the can_run_cuda_graph of the
         # target verify forward (python/sglang/srt/speculative/eagle_worker.py,
@@ -243,10 +339,16 @@ def calibrate(
         overrides["timing.context_tokens"] = written[0]
         notes.append(f"timing.context_tokens {written[0]:.6g}: {written[1]}")
     overrides.update(_calibrated_identity(base, data))
-    checks: list[Residual] = []
-    covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
-    # the values written with an error though not fitted join the fitted ones in the
-    # [uncertainty] entries and their correlations (origin and reason as the block says)
+    return overrides, written
+
+
+def _uncertainty_entries(
+    base: Scenario, blocks: Sequence[FitBlock], overrides: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``[uncertainty]`` entries of the fitted values (``uncertainty_overrides``, on
+    the blocks' full covariance, block-diagonal) and of the values written with an error
+    though not fitted, which join them with their correlations (their origin and reason
+    as the block says: popped from ``overrides``)."""
     with_extra = [v for b in blocks for v in (*(x for x in b.values if x.fitted), *b.extra_values)]
     full = block_diag(*[
         b.full_covariance if b.full_covariance is not None else b.covariance for b in blocks
@@ -257,35 +359,7 @@ def calibrate(
             "stderr": six_digits(v.stderr or 0.0),
             **overrides.pop(f"uncertainty.{v.field}"),
         }
-    overrides.update(entries)
-    bound = _calibrated_scenario(base, overrides, drop, base_hw.memo)
-    scenario = bound.scenario
-    if data.checks:
-        passes, hw = bound.passes, bound.hardware
-        checks = [point_residual(passes, pt, scenario, "held out: tok/s", hw) for pt in data.checks]
-    # a fitted value whose error reaches past its field's valid values: later answers
-    # clip its draws there (and say so); say it here too
-    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(bound.inputs).values())
-    if model is not None:
-        depth = measured_depth(data)
-        for note in (rising_note(scenario, depth), seam_note(scenario, depth)):
-            if note is not None:
-                notes.append(note)
-    return Calibration(
-        scenario,
-        tuple(v for b in blocks for v in b.values if v.field not in _fields(b.extra_values))
-        + tuple(v for b in blocks for v in b.extra_values),
-        model,
-        tuple(r for b in blocks for r in b.residuals),
-        sum(b.chi2 for b in blocks),
-        sum(b.n_obs - b.n_fit for b in blocks),
-        tuple(notes),
-        tuple(tuple(float(x) for x in row) for row in covariance),
-        data.imported,
-        tuple(checks),
-        () if written is None else (("timing.context_tokens", written[1]),),
-        calibration_sources(data),
-    )
+    return entries
 
 
 def measured_context(base: Scenario, data: Measurements) -> tuple[float, str] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +24,10 @@ from sim.cli.options import (
     verbose_option,
     workers_option,
 )
+
+if TYPE_CHECKING:
+    from sim.hardware.passes import PassMemo
+    from sim.scenario.schema import Scenario
 
 
 def parse_num_steps(text: str) -> list[int]:
@@ -138,13 +143,8 @@ def search(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.documents import plotted
     from sim.errors import SpecsimError
-    from sim.report.search import render_lever, render_search
     from sim.scenario.load import load_scenario
     from sim.scenario.overrides import sample_settings
-    from sim.studies.search import search_acceptance
-    from sim.studies.serving.paired_metrics import Load
-    from sim.studies.serving.search import search_at_load
-    from sim.studies.solve import solve_lever
 
     scn = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
     # what the scenario means: the hardware model checks it; its answers serve the search
@@ -159,78 +159,22 @@ def search(
     if plot_dir:  # before the run: a document without figures would write nothing
         plotted(kind)
     if solve_field is not None:
-        if topks is not None:
-            raise SpecsimError(
-                "is for the tree search; with --solve set the tree with --set speculation.topk=K",
-                source="--topk",
-            )
-        if num_steps is not None:
-            raise SpecsimError(
-                "--num-steps is for the acceptance search; with --solve set k with "
-                "--set speculation.num_steps=K",
-                source="--num-steps",
-            )
-        if concurrency is not None or rate is not None:
-            raise SpecsimError(
-                "--solve runs the batch-1 Monte Carlo; --concurrency/--rate are for the "
-                "acceptance search",
-                source="--concurrency" if concurrency is not None else "--rate",
-            )
-        doc = solve_lever(
-            scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity, memo=memo
-        ).to_dict()
-        text = render_lever(doc, verbose)
+        _check_solve_options(topks, num_steps, concurrency, rate)
+        doc, text = _solve(scn, solve_field, tgts, quantile, engine, fidelity, memo, verbose)
     elif topks is not None:
-        # lazy: the library is imported when a command runs (start-up)
-        from sim.report.tree_search import render_tree_search
-        from sim.studies.bisection import MonteCarloStats
-        from sim.studies.tree_search import DRAFT_TOKENS, search_trees
-
-        if quantile is not None:
-            raise SpecsimError("--quantile is not supported with --topk", source="--quantile")
-        if concurrency is not None or rate is not None:
-            raise SpecsimError(
-                "the tree search runs at batch 1; --concurrency/--rate are for chains",
-                source="--concurrency" if concurrency is not None else "--rate",
-            )
-        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
-        widths = parse_int_list(topks, "--topk")
-        tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
-        doc = search_trees(
-            scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity), memo=memo
-        ).to_dict()
-        text = render_tree_search(doc, verbose)
+        _check_tree_options(quantile, concurrency, rate)
+        doc, text = _tree_search(
+            scn, tgts, num_steps, topks, draft_tokens, engine, fidelity, memo, verbose
+        )
     elif concurrency is not None or rate is not None:
-        if concurrency is not None and rate is not None:
-            raise click.UsageError("give at most one of --concurrency, --rate")
-        if concurrency is not None:
-            load = Load("concurrency", concurrency)
-        elif rate is not None:  # one of the two is given (the branch's condition)
-            load = Load("rate", rate)
-        ks = parse_num_steps(num_steps or "1:8")
-        doc = search_at_load(
-            scn,
-            tgts,
-            ks,
-            load,
-            quantile=quantile,
-            workers=workers,
-            base_dir=Path(scenario).resolve().parent,
-        ).to_dict()
-        text = render_search(doc, verbose)
+        doc, text = _search_at_load(
+            scn, tgts, num_steps, quantile, concurrency, rate, workers, scenario, verbose
+        )
     else:
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
-        doc = search_acceptance(
-            scn,
-            tgts,
-            ks,
-            quantile=quantile,
-            engine=engine,
-            fidelity=fidelity,
-            workers=workers,
-            memo=memo,
-        ).to_dict()
-        text = render_search(doc, verbose)
+        doc, text = _search_acceptance(
+            scn, tgts, ks, quantile, engine, fidelity, workers, memo, verbose
+        )
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures
@@ -242,3 +186,163 @@ def search(
         echo_document(kind, doc)
     else:
         click.echo(text)
+
+
+def _check_solve_options(
+    topks: str | None, num_steps: str | None, concurrency: int | None, rate: float | None
+) -> None:
+    """Refuse, with ``--solve``, the options of the other searches: ``--topk`` (set the
+    tree with --set), ``--num-steps`` (set k with --set) and ``--concurrency``/``--rate``
+    (the solve runs the batch-1 Monte Carlo)."""
+    from sim.errors import SpecsimError  # lazy: start-up
+
+    if topks is not None:
+        raise SpecsimError(
+            "is for the tree search; with --solve set the tree with --set speculation.topk=K",
+            source="--topk",
+        )
+    if num_steps is not None:
+        raise SpecsimError(
+            "--num-steps is for the acceptance search; with --solve set k with "
+            "--set speculation.num_steps=K",
+            source="--num-steps",
+        )
+    if concurrency is not None or rate is not None:
+        raise SpecsimError(
+            "--solve runs the batch-1 Monte Carlo; --concurrency/--rate are for the "
+            "acceptance search",
+            source="--concurrency" if concurrency is not None else "--rate",
+        )
+
+
+def _solve(
+    scn: Scenario,
+    field: str,
+    tgts: tuple[float, ...],
+    quantile: float | None,
+    engine: str,
+    fidelity: str,
+    memo: PassMemo,
+    verbose: bool,
+) -> tuple[dict[str, Any], str]:
+    """``--solve FIELD``: the document and text of ``solve_lever``."""
+    # lazy: the library is imported when a command runs (start-up)
+    from sim.report.search import render_lever
+    from sim.studies.solve import solve_lever
+
+    doc = solve_lever(
+        scn, field, tgts, quantile=quantile, engine=engine, fidelity=fidelity, memo=memo
+    ).to_dict()
+    return doc, render_lever(doc, verbose)
+
+
+def _check_tree_options(
+    quantile: float | None, concurrency: int | None, rate: float | None
+) -> None:
+    """Refuse, with ``--topk``, ``--quantile`` and a load: the tree search runs at batch 1
+    on the mean."""
+    from sim.errors import SpecsimError  # lazy: start-up
+
+    if quantile is not None:
+        raise SpecsimError("--quantile is not supported with --topk", source="--quantile")
+    if concurrency is not None or rate is not None:
+        raise SpecsimError(
+            "the tree search runs at batch 1; --concurrency/--rate are for chains",
+            source="--concurrency" if concurrency is not None else "--rate",
+        )
+
+
+def _tree_search(
+    scn: Scenario,
+    tgts: tuple[float, ...],
+    num_steps: str | None,
+    topks: str,
+    draft_tokens: str | None,
+    engine: str,
+    fidelity: str,
+    memo: PassMemo,
+    verbose: bool,
+) -> tuple[dict[str, Any], str]:
+    """``--topk``: the document and text of ``search_trees`` over ``--num-steps`` (default
+    1:16), the widths and ``--draft-tokens`` (default ``DRAFT_TOKENS``), each answer
+    solved again by the Monte Carlo."""
+    # lazy: the library is imported when a command runs (start-up)
+    from sim.report.tree_search import render_tree_search
+    from sim.studies.bisection import MonteCarloStats
+    from sim.studies.tree_search import DRAFT_TOKENS, search_trees
+
+    ks = parse_num_steps("1:16" if num_steps is None else num_steps)
+    widths = parse_int_list(topks, "--topk")
+    tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
+    doc = search_trees(
+        scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity), memo=memo
+    ).to_dict()
+    return doc, render_tree_search(doc, verbose)
+
+
+def _search_at_load(
+    scn: Scenario,
+    tgts: tuple[float, ...],
+    num_steps: str | None,
+    quantile: float | None,
+    concurrency: int | None,
+    rate: float | None,
+    workers: int,
+    scenario: str,
+    verbose: bool,
+) -> tuple[dict[str, Any], str]:
+    """``--concurrency C`` or ``--rate R`` (not both): the document and text of
+    ``search_at_load`` over ``--num-steps`` (default 1:8), the scenario's own folder the
+    base of its relative paths."""
+    # lazy: the library is imported when a command runs (start-up)
+    from sim.report.search import render_search
+    from sim.studies.serving.paired_metrics import Load
+    from sim.studies.serving.search import search_at_load
+
+    if concurrency is not None and rate is not None:
+        raise click.UsageError("give at most one of --concurrency, --rate")
+    if concurrency is not None:
+        load = Load("concurrency", concurrency)
+    elif rate is not None:  # one of the two is given (the caller's condition)
+        load = Load("rate", rate)
+    ks = parse_num_steps(num_steps or "1:8")
+    doc = search_at_load(
+        scn,
+        tgts,
+        ks,
+        load,
+        quantile=quantile,
+        workers=workers,
+        base_dir=Path(scenario).resolve().parent,
+    ).to_dict()
+    return doc, render_search(doc, verbose)
+
+
+def _search_acceptance(
+    scn: Scenario,
+    tgts: tuple[float, ...],
+    ks: list[int],
+    quantile: float | None,
+    engine: str,
+    fidelity: str,
+    workers: int,
+    memo: PassMemo,
+    verbose: bool,
+) -> tuple[dict[str, Any], str]:
+    """The batch-1 acceptance search at the draft lengths ``ks``: the document and text
+    of ``search_acceptance``."""
+    # lazy: the library is imported when a command runs (start-up)
+    from sim.report.search import render_search
+    from sim.studies.search import search_acceptance
+
+    doc = search_acceptance(
+        scn,
+        tgts,
+        ks,
+        quantile=quantile,
+        engine=engine,
+        fidelity=fidelity,
+        workers=workers,
+        memo=memo,
+    ).to_dict()
+    return doc, render_search(doc, verbose)

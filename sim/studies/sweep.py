@@ -312,34 +312,9 @@ def run_sweep(
     base = pin_verify_tokens(base)
     points = expand_grid(axes)
     varied = [k for k, _ in axes]
-    hours = 0.0
-    validated = []
     terms = PassTerms()  # one table for the points this process binds and runs
-    for point in points:
-        try:
-            scn = with_overrides(base, point, source=source)
-            bind(scn, terms.passes)  # the hardware model may refuse the point as well
-        except SpecsimError as exc:  # name the grid, not --set
-            raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
-        validated.append(scn)
-        sim = scn.simulation
-        hours += run_hours(sim.replications, scn.workload.requests, scn.workload.output_tokens,
-                           engine, 1)  # fmt: skip
-    if shard is not None:
-        i, n = shard
-        if not 1 <= i <= n:
-            raise SpecsimError(f"shard {i}/{n}: expected i/N with 1 <= i <= N", param="shard")
-        hours *= len(range(i - 1, len(points), n)) / len(points)
-    local = executor or LocalExecutor()
-    if isinstance(local, LocalExecutor):
-        parallel = max(1, min(local.workers, os.cpu_count() or 1))
-        if hours / parallel > MAX_SWEEP_HOURS:
-            raise SpecsimError(
-                f"{len(points)} points would take about {hours / parallel:.3g} hours on "
-                f"{parallel} local worker(s) (limit {MAX_SWEEP_HOURS:g} h): a smaller grid, "
-                "fewer replications or requests, or a Dask cluster (--executor dask)",
-                param="grids",
-            )
+    validated, hours = _validated_points(base, points, engine, terms, source)
+    _check_budget(hours, len(points), shard, executor)
     fingerprint = sweep_fingerprint(base, engine, targets, fidelity, serving, axes)
     store = SweepStore(out_dir, fingerprint, shared=shard is not None)
     store.open()
@@ -365,8 +340,78 @@ def run_sweep(
     reused = len(mine) - len(todo)
     if progress and reused:
         progress(reused)
-    computed = 0
-    meta = {
+    meta = _sweep_meta(base, axes, engine, fidelity, targets, serving)
+    run = _PointRun(store, points, keys, todo, done, meta)
+    try:
+        computed = run.evaluate(executor, evaluate, tasks, shard, progress)
+        if shard is not None:  # every shard's points so far
+            run.done = store.load(points)
+        rows, complete = run.write_tables()
+    finally:
+        store.close()
+    return SweepOutcome(rows, varied, len(points), computed, reused, complete, meta)
+
+
+def _validated_points(
+    base: Scenario,
+    points: Sequence[dict[str, Any]],
+    engine: str,
+    terms: PassTerms,
+    source: str,
+) -> tuple[list[Scenario], float]:
+    """Every point's scenario, validated and bound once (the hardware model may refuse a
+    point as well; the error names the grid, not --set), and the hours the points would
+    take one after another (``run_hours``, one worker)."""
+    hours = 0.0
+    validated = []
+    for point in points:
+        try:
+            scn = with_overrides(base, point, source=source)
+            bind(scn, terms.passes)  # the hardware model may refuse the point as well
+        except SpecsimError as exc:  # name the grid, not --set
+            raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
+        validated.append(scn)
+        sim = scn.simulation
+        hours += run_hours(sim.replications, scn.workload.requests, scn.workload.output_tokens,
+                           engine, 1)  # fmt: skip
+    return validated, hours
+
+
+def _check_budget(
+    hours: float, n_points: int, shard: tuple[int, int] | None, executor: Executor | None
+) -> None:
+    """Refuse a shard i/N outside 1 <= i <= N, and a sweep on the local pool whose points
+    (a shard's share of ``hours``: its points over all) would take more than
+    ``MAX_SWEEP_HOURS`` on its workers (at most the processors)."""
+    if shard is not None:
+        i, n = shard
+        if not 1 <= i <= n:
+            raise SpecsimError(f"shard {i}/{n}: expected i/N with 1 <= i <= N", param="shard")
+        hours *= len(range(i - 1, n_points, n)) / n_points
+    local = executor or LocalExecutor()
+    if isinstance(local, LocalExecutor):
+        parallel = max(1, min(local.workers, os.cpu_count() or 1))
+        if hours / parallel > MAX_SWEEP_HOURS:
+            raise SpecsimError(
+                f"{n_points} points would take about {hours / parallel:.3g} hours on "
+                f"{parallel} local worker(s) (limit {MAX_SWEEP_HOURS:g} h): a smaller grid, "
+                "fewer replications or requests, or a Dask cluster (--executor dask)",
+                param="grids",
+            )
+
+
+def _sweep_meta(
+    base: Scenario,
+    axes: Sequence[tuple[str, Sequence[Any]]],
+    engine: str,
+    fidelity: str,
+    targets: tuple[float, ...],
+    serving: bool,
+) -> dict[str, Any]:
+    """What ``sweep.json`` says of the sweep besides its points: the scenario, the engine
+    and mode (``serving`` for a serving sweep), the Monte Carlo settings, the targets and
+    the grid."""
+    return {
         "scenario": base.name,
         "engine": "serving" if serving else engine,
         "mode": "serving" if serving else "batch-1",
@@ -376,29 +421,55 @@ def run_sweep(
         "requests": base.workload.requests,
         "output_tokens": base.workload.output_tokens,
         "targets": list(targets),
-        "varied": varied,
+        "varied": [k for k, _ in axes],
         "grid": {k: list(v) for k, v in axes},
     }
-    try:
+
+
+@dataclass(slots=True)
+class _PointRun:
+    """The points a sweep runs and the rows it has: the ``store``, the grid's ``points``
+    and their ``keys``, the positions to run (``todo``), the rows by key (``done``) and
+    the tables' ``meta``."""
+
+    store: SweepStore
+    points: Sequence[dict[str, Any]]
+    keys: Sequence[str]
+    todo: Sequence[int]
+    done: dict[str, dict[str, Any]]
+    meta: dict[str, Any]
+
+    def evaluate(
+        self,
+        executor: Executor | None,
+        evaluate: Callable[[PointTask], dict[str, Any]],
+        tasks: Sequence[PointTask],
+        shard: tuple[int, int] | None,
+        progress: Callable[[int], None] | None,
+    ) -> int:
+        """Run ``tasks`` (on ``executor``, else a local pool), each row saved as it
+        finishes (``progress(1)`` after each); the points computed. Interrupted: the tables
+        of what finished are written, or, when nothing new finished outside a shard, the
+        store is discarded (no new file), and the interruption raised."""
+        computed = 0
         try:
             for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
-                store.save(points[todo[j]], row)
-                done[keys[todo[j]]] = row
+                self.store.save(self.points[self.todo[j]], row)
+                self.done[self.keys[self.todo[j]]] = row
                 computed += 1
                 if progress:
                     progress(1)
         except BaseException:
             if computed == 0 and shard is None:  # nothing new finished: leave no new file
-                store.discard()
+                self.store.discard()
                 raise
-            _write_tables(store, points, keys, done, meta)
+            self.write_tables()
             raise
-        if shard is not None:  # every shard's points so far
-            done = store.load(points)
-        rows, complete = _write_tables(store, points, keys, done, meta)
-    finally:
-        store.close()
-    return SweepOutcome(rows, varied, len(points), computed, reused, complete, meta)
+        return computed
+
+    def write_tables(self) -> tuple[list[dict[str, Any]], bool]:
+        """The tables of the finished points (``_write_tables``)."""
+        return _write_tables(self.store, self.points, self.keys, self.done, self.meta)
 
 
 def _write_tables(

@@ -18,7 +18,7 @@ from sim.scenario.schema import Scenario
 settings.register_profile("specsim", deadline=None)
 settings.load_profile("specsim")
 
-# The heavy studies default to every processor (sim/parallel.py ``default_workers``): the
+# The heavy studies default to every processor (sim/parallel/choice.py ``default_workers``): the
 # suite already runs on both cores (pytest -n 2), so its commands run in their own process
 # unless a test asks for workers. (One BLAS thread a process: tests/__init__.py, which runs
 # before this file imports numpy.)

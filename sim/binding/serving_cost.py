@@ -49,10 +49,10 @@ def measured_passes(
     ``timing.points``, a list by kind (each point's tokens, default the verify's draft
     tokens, the draft extend's k + 1, else 1; KV and attention pairs over batch x its
     context, default ``timing.context_tokens``). Both are read the same way: a pass of
-    ``batch`` sequences of m tokens each (sim/model/batched_cost.py ``pass_load``)."""
+    ``batch`` sequences of m tokens each (sim/model/pass_curves.py ``pass_load``)."""
     # lazy: serving only
     from sim.hardware.pass_physics import MeasuredPass
-    from sim.model.batched_cost import pass_load
+    from sim.model.pass_curves import pass_load
 
     scenario, passes, k = bound.scenario, bound.passes, bound.num_steps
     batch1 = "scenario [timing], batch 1"
@@ -128,7 +128,8 @@ def serving_cost(
     """
     # lazy: serving only
     from sim.hardware.pass_terms import PassTerms
-    from sim.model.batched_cost import IterationCost, ServingCurves
+    from sim.model.batched_cost import IterationCost
+    from sim.model.pass_curves import ServingCurves
 
     scenario, hw, batch1 = bound.scenario, bound.hardware, bound.passes
     shared = _shared_inputs(

@@ -132,7 +132,7 @@ def workers_option(
     what: str, *, auto: bool = False
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--workers N``: processes over ``what``; results never depend on N. ``auto``: the
-    default is None, every processor this process may use (sim/parallel.py
+    default is None, every processor this process may use (sim/parallel/choice.py
     ``default_workers``; ``SPECSIM_WORKERS`` overrides), for the heavy studies."""
     if auto:
         return click.option(
@@ -152,7 +152,7 @@ def workers_option(
 
 
 def executor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--executor local|dask`` and ``--scheduler ADDRESS`` (sim/parallel.py
+    """``--executor local|dask`` and ``--scheduler ADDRESS`` (sim/parallel/choice.py
     ``make_executor``: a local process pool of ``--workers``, or an existing Dask
     cluster); results are identical either way."""
     fn = click.option(

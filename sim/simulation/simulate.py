@@ -6,7 +6,7 @@ gives one child per replication (``block_rngs`` makes their streams as first rea
 pools), and each child spawns the replication's three streams (``ReplicationRngs``:
 requests, accept, timing; the SimPy engine derives one sub-stream per request from them
 with ``jumped``). A replication reads only its own streams, so results do not depend on
-``workers`` (blocks of replications on the one executor of sim/parallel.py), on
+``workers`` (blocks of replications on the one executor of sim/parallel/), on
 scheduling or on how the engines batch replications. Statistics of a result:
 sim/simulation/summary.py.
 """

@@ -44,8 +44,8 @@ import numpy as np
 from scipy import optimize
 
 from sim.binding.bound import bind
-from sim.model.batched_cost import PrefillLoad
 from sim.model.host_work import SGLANG_SPEC_FACTOR
+from sim.model.pass_curves import PrefillLoad
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.lengths import Empirical

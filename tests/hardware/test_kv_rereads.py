@@ -10,7 +10,7 @@ import pytest
 
 from sim.hardware.batched import BatchedPass
 from sim.hardware.compute_curve import ComputeCurve
-from sim.model.batched_cost import pass_load
+from sim.model.pass_curves import pass_load
 from tests.conftest import SEED
 from tests.hardware.test_batched import physics
 

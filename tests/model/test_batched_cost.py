@@ -8,9 +8,10 @@ import pytest
 from sim.binding.bound import bind
 from sim.binding.closed_form import pass_times
 from sim.binding.serving_cost import serving_cost
-from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
+from sim.model.batched_cost import IterationCost
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.drafts import draft_cycle_cost
+from sim.model.pass_curves import LinearCurve, PrefillLoad, ServingCurves, pass_load
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
 from sim.model.tree.cost import tree_cycle_cost

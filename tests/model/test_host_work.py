@@ -8,9 +8,10 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.serving_cost import serving_cost
-from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
+from sim.model.batched_cost import IterationCost
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.host_work import OVERLAPS, HostWork
+from sim.model.pass_curves import LinearCurve, ServingCurves
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 from tests.model.test_batched_cost import LINEAR, PASSES

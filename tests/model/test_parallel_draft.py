@@ -16,8 +16,9 @@ import pytest
 from sim.binding.bound import bind
 from sim.binding.closed_form import pass_times
 from sim.errors import SpecsimError
-from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves, pass_load
+from sim.model.batched_cost import IterationCost
 from sim.model.cycle import PassTimes, cycle_cost, draft_over_ms
+from sim.model.pass_curves import LinearCurve, ServingCurves, pass_load
 from sim.scenario.load import load_scenario
 from sim.studies.serving.serve import serve
 from tests.conftest import ROOT

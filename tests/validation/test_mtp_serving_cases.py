@@ -80,7 +80,7 @@ def test_the_eager_prefill_point_moves_the_prefill_only():
     # the what-if's one-token prefill at PR #5090's eager DeepSeek-V3 step: the prefill
     # passes through it, the batch-1 cycle (decode, verify, draft) is the same to the bit
     from sim.binding.bound import bind
-    from sim.model.batched_cost import PrefillLoad
+    from sim.model.pass_curves import PrefillLoad
     from sim.simulation.serving.setup import serving_setup, with_load
     from sim.validation.hardware_data import SGLANG_5090_TOK_S
     from sim.validation.mtp_serving_cases import eager_prefill_point

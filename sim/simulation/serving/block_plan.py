@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft, max_tokens
 from sim.model.kv_blocks import whole_blocks_array
+from sim.model.pass_curves import PrefillLoad
 from sim.simulation.serving.accept_lengths import accept_lengths
 from sim.simulation.serving.decode_batch import DecodeBatch
 from sim.simulation.serving.int_reductions import int_min, int_sum

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import simpy
 
-from sim.model.batched_cost import PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, max_tokens, verify_tokens
+from sim.model.pass_curves import PrefillLoad
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.simulation.serving.admission import Admission
 from sim.simulation.serving.block_plan import BlockPlan, plan_block

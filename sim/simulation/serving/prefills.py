@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.model.batched_cost import PrefillLoad
+from sim.model.pass_curves import PrefillLoad
 from sim.simulation.serving.kv_ledger import KvLedger
 from sim.simulation.serving.workload import Request
 

@@ -20,8 +20,9 @@ from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.binding.serving_model import serving_model
 from sim.errors import SpecsimError
-from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
+from sim.model.pass_curves import PrefillLoad
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, k_lookup
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft

@@ -146,7 +146,7 @@ def simulate_serving(
     ``draftings`` maps names to policies worked out on the plan (``work_out(plan,
     {"baseline": FixedK(0), "k=3": FixedK(3)})``, or a setup's ``ServingSetup.draftings``).
     ``workers`` > 1 runs replications in that many processes, or ``executor``
-    (sim/parallel.py) runs them: identical results either way. ``progress(done, total)``
+    (sim/parallel/) runs them: identical results either way. ``progress(done, total)``
     after each replication. ``first``: the index of the first replication run
     (replications ``first`` to ``first + replications - 1`` of the seed, each the same
     whatever ``first`` is: child i of ``SeedSequence(seed)`` does not depend on how many

@@ -40,9 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.batched_cost import IterationCost
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, max_tokens
+from sim.model.pass_curves import PrefillLoad
 from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.workload import Poisson, Trace
 

@@ -3,7 +3,7 @@
 ``PointEvaluator`` runs (load, policy) pairs at one seed and number of replications and
 keeps every result, so studies that revisit a load (bisection, band inversion, several
 metrics, several k) never run it twice; the baseline (k = 0) of a load is one run shared by
-every k. Batches of new points run through the one executor (sim/parallel.py), each point
+every k. Batches of new points run through the one executor (sim/parallel/), each point
 in one process with its own seed (sim/studies/serving/point_tasks.py): results never
 depend on the worker count. Its plans come from a ``PlanBuilder``
 (sim/studies/serving/scenario_plans.py).

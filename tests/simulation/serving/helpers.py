@@ -9,7 +9,8 @@ import numpy as np
 
 from sim.binding.acceptance_model import acceptance_model, rank_shares
 from sim.binding.closed_form import pass_times
-from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
+from sim.model.batched_cost import IterationCost
+from sim.model.pass_curves import LinearCurve, ServingCurves
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.overrides import with_overrides
 from sim.simulation.serving import (

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.binding.bound import bind
-from sim.model import batched_cost
-from sim.model.batched_cost import SCALAR_VALUES, LinearCurve, PrefillLoad
+from sim.model import decode_curve
+from sim.model.decode_curve import SCALAR_VALUES
+from sim.model.pass_curves import LinearCurve, PrefillLoad
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
 from sim.simulation.serving.setup import serving_setup
@@ -65,7 +66,7 @@ def test_decode_curve_one_at_a_time_is_the_array_path(
     s = np.array(contexts)
     scalar = [curve.ms_at(v) for v in contexts]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(batched_cost, "SCALAR_VALUES", 0)
+        mp.setattr(decode_curve, "SCALAR_VALUES", 0)
         array = curve.ms(s)
     assert bits(scalar) == bits(array)
     assert bits(curve.ms(s)) == bits(array)  # whichever path ``ms`` takes

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
-from sim.model.batched_cost import PrefillLoad
+from sim.model.pass_curves import PrefillLoad
 from sim.simulation.serving import (
     ClosedLoop,
     Fixed,

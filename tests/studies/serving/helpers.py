@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.model.batched_cost import ServingCurves
+from sim.model.pass_curves import ServingCurves
 from sim.scenario.load import load_scenario
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.plan import ServingPlan

@@ -220,19 +220,7 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     serving = scenario.serving
     given = serving.kv_capacity_tokens if serving is not None else None
     if given is not None:
-        if scenario.server.engine != "vllm":
-            _no_block(scenario, "server.engine is not vllm with a given capacity")
-            return KvCapacity(given, None, "given", f"KV capacity: {given} tokens (given)")
-        block, source = _block(scenario)
-        return KvCapacity(
-            given,
-            None,
-            "given",
-            f"KV capacity: {given} tokens (given); each running request's context and "
-            f"lookahead in vLLM's whole blocks of {block} tokens ({source}; "
-            "sim/model/kv_blocks.py)",
-            block_tokens=(block, block),
-        )
+        return _given_capacity(scenario, given)
     why = _missing(scenario)
     if why is not None:
         return KvCapacity(
@@ -241,6 +229,34 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             "unlimited",
             f"KV capacity: unlimited (no serving.kv_capacity_tokens; none derived: {why})",
         )
+    return _derived_capacity(scenario, speculates)
+
+
+def _given_capacity(scenario: Scenario, given: int) -> KvCapacity:
+    """A given capacity of ``given`` tokens, both servers': per token, or in vLLM's whole
+    blocks when ``server.engine = "vllm"`` (``serving.kv_block_tokens`` refused otherwise)."""
+    if scenario.server.engine != "vllm":
+        _no_block(scenario, "server.engine is not vllm with a given capacity")
+        return KvCapacity(given, None, "given", f"KV capacity: {given} tokens (given)")
+    block, source = _block(scenario)
+    return KvCapacity(
+        given,
+        None,
+        "given",
+        f"KV capacity: {given} tokens (given); each running request's context and "
+        f"lookahead in vLLM's whole blocks of {block} tokens ({source}; "
+        "sim/model/kv_blocks.py)",
+        block_tokens=(block, block),
+    )
+
+
+def _derived_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
+    """A capacity derived from the scenario's GPU, model, TP and engine (``_missing`` must
+    be None): the speculating server's tokens and the plain one's at the reserve
+    (``serving.kv_reserve_gib``, else the engine's default, whose range's ends give the
+    span), a hybrid's states in the pool or in SGLang's pool of their own, the KV block,
+    and the note that says it all. SpecsimError when the derived KV cache is empty."""
+    serving = scenario.serving
     server = server_memory(scenario)
     middle, low, high = server.reserve_range_gib()
     given_reserve = serving.kv_reserve_gib if serving is not None else None
@@ -278,7 +294,32 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
         f"of {scenario.hardware.gpu})"
     )
     state = pooled_state(scenario, shape, spec, plain)
+    blocks, block_note = _derived_blocks(scenario, spec, state)
+    note += block_note
+    if state is not None:
+        note += _state_note(state, scenario.num_steps, speculates)
+    pools = None
+    if spec_pool is not None and plain_pool is not None:
+        pools = (spec_pool, plain_pool)
+        note += _state_pool_note(shape, spec_pool, plain_pool, speculates)
+    if spec.tokens < 1:
+        raise SpecsimError(
+            f"the derived KV cache is empty: {spec.describe()} ({named}); give the server's "
+            "serving.kv_capacity_tokens (or serving.kv_reserve_gib)",
+            field="serving.kv_capacity_tokens",
+        )
+    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state, pools, blocks)
+
+
+def _derived_blocks(
+    scenario: Scenario, spec: KvMemory, state: PooledState | None
+) -> tuple[tuple[int, int], str]:
+    """The KV block of a derived capacity, speculating server's and plain one's, and the
+    note's words for it: per token under SGLang's rule, a hybrid's block layout's blocks,
+    else vLLM's whole blocks (``_block``); ``serving.kv_block_tokens`` refused where it is
+    not read."""
     blocks = (1, 1)
+    note = ""
     if spec.engine != "vllm":
         _no_block(scenario, "SGLang's pool is per token")
     elif state is not None and state.layouts is not None:
@@ -287,49 +328,53 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     else:  # whole blocks (sim/model/kv_blocks.py)
         block, source = _block(scenario)
         blocks = (block, block)
-        note += (
+        note = (
             f"; each running request's context and lookahead in whole blocks of "
             f"{block} tokens ({source})"
         )
-    if state is not None:
-        k = scenario.num_steps
-        note += (
-            f"; each running request also holds its states (recurrent and conv), "
-            f"{state.shape.page_bytes(k) / 1e6:,.1f} MB a slot x (1 + k) slots "
-            f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
-            + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
-            + (
-                "; vLLM's 1 + num_speculative_tokens state pages a request)"
-                if state.layouts is None
-                else _layout_note(state.layouts, speculates)
-            )
+    return blocks, note
+
+
+def _state_note(state: PooledState, k: int, speculates: bool) -> str:
+    """The note's words for a hybrid's states in vLLM's KV pool: a slot's bytes, the
+    (1 + k) slots a running request holds at num_steps ``k`` and their tokens of the pool
+    (``PooledState.tokens``), and the block layout's when it has one."""
+    return (
+        f"; each running request also holds its states (recurrent and conv), "
+        f"{state.shape.page_bytes(k) / 1e6:,.1f} MB a slot x (1 + k) slots "
+        f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
+        + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
+        + (
+            "; vLLM's 1 + num_speculative_tokens state pages a request)"
+            if state.layouts is None
+            else _layout_note(state.layouts, speculates)
         )
-    pools = None
-    if spec_pool is not None and plain_pool is not None:
-        pools = (spec_pool, plain_pool)
-        note += (
-            f"; SGLang keeps the states (recurrent and conv) in a pool of their own: "
-            f"{spec_pool.slots:,} slots of {shape.slot_bytes(1) / 1e6:,.1f} MB "
-            f"({spec_pool.state_gib:.2f} GiB a GPU with the verify's {spec_pool.draft_tokens} "
-            f"intermediate states a request), {spec_pool.slots_per_request} a running request: "
-            f"at most {spec_pool.requests:,} run at once"
-            + (
-                f" ({plain_pool.requests:,} for plain decoding, {plain_pool.state_gib:.2f} GiB)"
-                if speculates
-                else ""
-            )
-            + f" (SGLang v0.5.23 defaults: mamba_full_memory_ratio "
-            f"{SGLANG_MAMBA_FULL_MEMORY_RATIO:g}, {SGLANG_STATE_SLOTS_PER_REQUEST} state slots a "
-            "request, the extra_buffer strategy's for a Gated DeltaNet target; "
-            "sim/hardware/state_pool.py)"
+    )
+
+
+def _state_pool_note(
+    shape: StateShape, spec_pool: StatePool, plain_pool: StatePool, speculates: bool
+) -> str:
+    """The note's words for SGLang's pool of a hybrid's states: its slots and their bytes,
+    its GiB a GPU, the slots a running request holds and so the most that run at once, on
+    the speculating server (``spec_pool``) and the plain one (``plain_pool``), with the
+    SGLang defaults they rest on (sim/hardware/state_pool.py)."""
+    return (
+        f"; SGLang keeps the states (recurrent and conv) in a pool of their own: "
+        f"{spec_pool.slots:,} slots of {shape.slot_bytes(1) / 1e6:,.1f} MB "
+        f"({spec_pool.state_gib:.2f} GiB a GPU with the verify's {spec_pool.draft_tokens} "
+        f"intermediate states a request), {spec_pool.slots_per_request} a running request: "
+        f"at most {spec_pool.requests:,} run at once"
+        + (
+            f" ({plain_pool.requests:,} for plain decoding, {plain_pool.state_gib:.2f} GiB)"
+            if speculates
+            else ""
         )
-    if spec.tokens < 1:
-        raise SpecsimError(
-            f"the derived KV cache is empty: {spec.describe()} ({named}); give the server's "
-            "serving.kv_capacity_tokens (or serving.kv_reserve_gib)",
-            field="serving.kv_capacity_tokens",
-        )
-    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state, pools, blocks)
+        + f" (SGLang v0.5.23 defaults: mamba_full_memory_ratio "
+        f"{SGLANG_MAMBA_FULL_MEMORY_RATIO:g}, {SGLANG_STATE_SLOTS_PER_REQUEST} state slots a "
+        "request, the extra_buffer strategy's for a Gated DeltaNet target; "
+        "sim/hardware/state_pool.py)"
+    )
 
 
 def _block(scenario: Scenario) -> tuple[int, str]:

@@ -1,5 +1,6 @@
 """The job ``specsim init --replay FILE`` writes: one serving benchmark run's requests
-replayed as that job (``workload.lengths = "ordered"``, sim/simulation/serving/setup.py):
+replayed as that job (``workload.lengths = "ordered"``,
+sim/simulation/serving/setup_workload.py ``ordered_workload``):
 its completed requests' ``input_lens`` and ``output_lens`` (sim/calibration/importers/
 request_lengths.py) in the order the file lists them, sent by its ``max_concurrency``
 workers. The run is a ``vllm bench serve --save-result --save-detailed`` result or an

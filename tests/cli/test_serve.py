@@ -81,7 +81,7 @@ def test_littles_line_is_the_finite_window_identity(monkeypatch):
     assert cell in row, row
 
 
-def test_a_growing_backlog_is_said_in_text_and_json():
+def test_a_growing_backlog_is_said_in_text_and_json(monkeypatch):
     """3.0 requests a second of 512 tokens: under the most the server could answer (3.10
     and 3.47 a second, sim/simulation/serving/stability.py, an upper bound), so simulated,
     but more than it does answer: the requests in the system grow through the window, and
@@ -92,6 +92,10 @@ def test_a_growing_backlog_is_said_in_text_and_json():
     assert code == 0, out
     assert "UNSTABLE" not in out
     assert "NOT STEADY (speculative): in 2 of 2 replications" in out
+    from sim.studies.serving import serve as study
+
+    # at four users, the text and the JSON: one run (each command binds anew, its own bar)
+    monkeypatch.setattr(study, "serve_bound", replay_once(study.serve_bound, (0, "progress")))
     code, out = serve(str(SERVING), *SMALL)
     assert code == 0 and "NOT STEADY" not in out
     doc = serve_json(str(SERVING), *SMALL)

@@ -73,19 +73,24 @@ def mix_without_kernel_count(directory: Path) -> Path:
     return path
 
 
-def replay_once(fit: Callable[..., Any], ignoring: tuple[str, ...] = ()) -> Callable[..., Any]:
+def replay_once(
+    fit: Callable[..., Any], ignoring: tuple[str | int, ...] = ()
+) -> Callable[..., Any]:
     """``fit`` run once; later calls with the same arguments get its result again (a
     calibration or a study is deterministic in its inputs: the text, --verbose and --json
     renderings of one command need one run), other arguments fail the test. The keyword
-    arguments named in ``ignoring`` are not compared (an executor or a progress bar, made
-    anew by each command: same seed, same output whatever runs it)."""
+    arguments named in ``ignoring``, and the positional ones at the indices it holds, are
+    not compared (an executor, a progress bar or a serving study's point evaluator, made
+    anew by each command from the same arguments: same seed, same output whatever runs
+    it)."""
     done: list[tuple] = []
 
     def once(*args, **kwargs):
+        kept = tuple(a for i, a in enumerate(args) if i not in ignoring)
         compared = {k: v for k, v in kwargs.items() if k not in ignoring}
         if not done:
-            done.append((args, compared, fit(*args, **kwargs)))
-        assert (args, compared) == done[0][:2], "the command asked for another run"
+            done.append((kept, compared, fit(*args, **kwargs)))
+        assert (kept, compared) == done[0][:2], "the command asked for another run"
         return done[0][2]
 
     return once

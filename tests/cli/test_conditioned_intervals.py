@@ -100,7 +100,11 @@ def test_the_fitted_terms_recover_the_truth_within_the_fit_s_error(calibrated) -
     assert all(abs(r["relative"]) < 0.03 for r in fit["rows"])
 
 
-def test_serve_conditions_its_intervals_and_says_so(calibrated) -> None:
+def test_serve_conditions_its_intervals_and_says_so(calibrated, monkeypatch) -> None:
+    from sim.studies.serving import serve as study
+
+    # the text and the JSON: one run (each command binds the file and makes its own bar)
+    monkeypatch.setattr(study, "serve_bound", replay_once(study.serve_bound, (0, "progress")))
     out = str(calibrated["out"])
     common = ["--concurrency", "16", "--replications", "2", "--requests", "24", "--draws", "2"]
     code, text = _run("serve", out, *common)
@@ -122,8 +126,12 @@ def test_beyond_the_highest_calibrated_load_serve_says_so(calibrated) -> None:
 
 
 def test_crossover_says_its_intervals_are_conditioned_and_which_loads_lie_beyond(
-    calibrated,
+    calibrated, monkeypatch
 ) -> None:
+    import sim.studies.serving.crossover as study
+
+    # the text and the JSON: one study (each command's evaluator and draws)
+    monkeypatch.setattr(study, "crossover", replay_once(study.crossover, (0, "draws")))
     args = ["crossover", str(calibrated["out"]), "--concurrency", "1,64", "--num-steps", "3",
             "--metric", "per_user_tok_s", "--replications", "2", "--requests", "16",
             "--draws", "2", "-q"]  # fmt: skip

@@ -8,6 +8,7 @@ import json
 from click.testing import CliRunner
 
 from sim.cli import main
+from tests.helpers import replay_once
 from tests.studies.serving.helpers import LLAMA
 
 SMALL = [
@@ -141,9 +142,13 @@ def test_no_bar_with_quiet_or_when_piped(monkeypatch):
     assert pipe.getvalue() == ""
 
 
-def test_the_first_screen_keeps_to_25_lines_when_every_k_has_engine_configs():
+def test_the_first_screen_keeps_to_25_lines_when_every_k_has_engine_configs(monkeypatch):
     """Ten lines of engine configs a k: with several k, the screen names them and
-    ``--verbose`` prints them."""
+    ``--verbose`` prints them (the three renderings of one study)."""
+    import sim.studies.serving.crossover as study
+
+    once = replay_once(study.crossover, ignoring=(0, "draws"))  # each command's evaluator
+    monkeypatch.setattr(study, "crossover", once)
     args = ("--concurrency", "1,4", "--num-steps", "3:4", "--no-refine")
     res = invoke(*args, "--json")
     assert res.exit_code == 0, res.output

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
+import pytest
+from click.testing import CliRunner, Result
 
 from sim.cli import main
+from tests.helpers import replay_once
 from tests.studies.serving.helpers import LLAMA, SCENARIOS
 
 SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
@@ -18,16 +20,27 @@ SMALL = ["--set", "workload.output_tokens=24", "--requests", "6", "--replication
          "--draws", "0"]  # fmt: skip
 
 
-def test_best_k_json_and_text():
+@pytest.fixture(scope="module")
+def best_k_runs() -> tuple[Result, Result]:
+    """best-k on Llama at 1 and 4 users, k up to 5: its --json and its text, the two
+    renderings of one study."""
+    import sim.studies.serving.best_k as study
+
     args = ["best-k", str(LLAMA), *SMALL, "--concurrency", "1,4", "--num-steps", "5"]
-    res = CliRunner().invoke(main, [*args, "--json"])
+    with pytest.MonkeyPatch.context() as mp:  # each command's evaluator and draws
+        mp.setattr(study, "best_k", replay_once(study.best_k, ignoring=(0, "draws")))
+        return CliRunner().invoke(main, [*args, "--json"]), CliRunner().invoke(main, args)
+
+
+def test_best_k_json_and_text(best_k_runs):
+    res, text = best_k_runs
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["kind"] == "best_k" and doc["objective"] == "per_user_tok_s"
     table = doc["vllm_speculative_config"]["num_speculative_tokens_per_batch_size"]
     assert table[0][0] == 1 and table[-1][1] == 4
     assert "table" in doc["check"]["policies"]
-    res = CliRunner().invoke(main, args)
+    res = text
     assert res.exit_code == 0 and '--speculative-config \'{"num_speculative_tokens"' in res.output
     configs = doc["engine_configs"]
     assert configs["vllm"]["speculative_config"]["num_speculative_tokens_per_batch_size"] == table
@@ -37,13 +50,11 @@ def test_best_k_json_and_text():
     assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []  # no trailing blanks
 
 
-def test_best_k_check_cells_stay_apart_when_intervals_are_wide():
+def test_best_k_check_cells_stay_apart_when_intervals_are_wide(best_k_runs):
     """A cell wider than its column (a long interval) still starts after a space."""
     from sim.report.best_k import render_best_k
 
-    args = ["best-k", str(LLAMA), *SMALL, "--concurrency", "1,4", "--num-steps", "5", "--json"]
-    res = CliRunner().invoke(main, args)
-    doc = json.loads(res.output)
+    doc = json.loads(best_k_runs[0].output)
     for pol in doc["check"]["policies"].values():
         for point in pol["points"]:
             for adv in point["advantage_over"].values():
@@ -81,9 +92,14 @@ def test_capacity_json():
 MIX = 'acceptance.mix=[{name="chat",weight=0.7,alpha=0.6},{name="code",weight=0.3,alpha=0.9}]'
 
 
-def test_controllers_json_and_errors():
+def test_controllers_json_and_errors(monkeypatch):
+    import sim.studies.serving.controllers as study
+
     base = ["controllers", str(SEED), "--set", MIX, *SMALL]
     phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
+    # the JSON and the text: one study (each command's plans and evaluator)
+    once = replay_once(study.controller_study, ignoring=(0, 1))
+    monkeypatch.setattr(study, "controller_study", once)
     res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -100,6 +116,7 @@ def test_controllers_json_and_errors():
     assert "no flags express it" in given["sglang"]["note"]  # k 2 then k 1: not one threshold
     res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]"])
     assert "over the given k table" in res.output and "best-k" not in res.output
+    monkeypatch.undo()  # the errors below are found before any study
     for args, needle in (
         (["--phase", "6,x"], "--phase"),
         (["--phase", "6,1,prose=1"], "unknown acceptance class"),
@@ -196,10 +213,14 @@ def test_controllers_text_has_no_trailing_blanks():
     assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []
 
 
-def test_controllers_text_and_json_give_the_same_intervals():
+def test_controllers_text_and_json_give_the_same_intervals(monkeypatch):
     """--draws 2: each advantage's 90% interval from inputs and model, in the text as in
-    the document."""
+    the document (the two renderings of one study)."""
+    import sim.studies.serving.controllers as study
     from sim.report.crossover import fmt_interval
+
+    once = replay_once(study.controller_study, ignoring=(0, 1))  # each command's own
+    monkeypatch.setattr(study, "controller_study", once)
 
     phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
     base = [

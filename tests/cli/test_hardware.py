@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -25,29 +26,48 @@ def run_cli(*args: str):
 
 
 @pytest.fixture(scope="module")
-def seed_table() -> tuple[int, str]:
-    """(exit code, output) of ``specsim hardware`` on the seed, run once for the tests that
-    read its first screen (a string: nothing a test does changes it)."""
-    result = run_cli("hardware", str(SEED))
-    return result.exit_code, result.output
+def seed_outputs() -> dict[str, tuple[int, str]]:
+    """(exit code, output) of ``specsim hardware`` on the seed as text, with --verbose and
+    with --json: the three renderings of one summary (strings: nothing a test does changes
+    them)."""
+    import sim.studies.hardware as study
+
+    summarise, summaries = study.hardware_summary, []
+
+    def once(bound):
+        if not summaries:
+            summaries.append((bound.scenario, summarise(bound)))
+        assert bound.scenario == summaries[0][0], "another scenario's summary was asked for"
+        return copy.deepcopy(summaries[0][1])
+
+    got = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(study, "hardware_summary", once)
+        for name, extra in (("text", ()), ("verbose", ("--verbose",)), ("json", ("--json",))):
+            result = run_cli("hardware", str(SEED), *extra)
+            got[name] = result.exit_code, result.output
+    return got
 
 
-def test_hardware_table_for_the_seed(seed_table):
+def test_hardware_table_for_the_seed(seed_outputs):
     """The first screen takes every pass apart; --verbose adds the verify on each preset."""
-    code, out = seed_table
+    code, out = seed_outputs["text"]
     assert code == 0, out
     for word in ("decode", "verify", "draft_step", "draft_extend", "122 x", "ring/LL eager"):
         assert word in out
     assert "graphed here" in out and "pcie-gen4-host-bounce" not in out
-    verbose = run_cli("hardware", str(SEED), "--verbose").output
+    code, verbose = seed_outputs["verbose"]
+    assert code == 0, verbose
     for word in PRESETS:
         assert word in verbose
     verify = next(ln for ln in out.splitlines() if ln.startswith("verify "))
     assert "30.000" in verify and "measured" in verify
 
 
-def test_hardware_json_parts_add_up():
-    doc = json.loads(run_cli("hardware", str(SEED), "--json").output)
+def test_hardware_json_parts_add_up(seed_outputs):
+    code, text = seed_outputs["json"]
+    assert code == 0, text
+    doc = json.loads(text)
     v = doc["passes"]["verify"]
     assert v["total_ms"] == pytest.approx(30.0)
     assert v["comm_ms"] == pytest.approx(v["allreduces"] * v["allreduce"]["us"] / 1000)
@@ -128,19 +148,19 @@ def test_hardware_without_model_geometry_names_file_and_field(write_scenario):
     assert str(path) in result.output and "model.layers" in result.output
 
 
-def test_the_launch_cost_in_the_header_has_the_tables_precision(seed_table):
+def test_the_launch_cost_in_the_header_has_the_tables_precision(seed_outputs):
     """The derived per-kernel launch cost (17.5487... us for the seed) reads 17.55 in the
     header, as in the 'us a kernel' row, not 17.5487."""
-    out = seed_table[1]
+    out = seed_outputs["text"][1]
     assert ", launch 17.55 us/kernel, " in out.splitlines()[0]
     assert "17.5487" not in out
 
 
-def test_a_pass_time_the_file_calls_derived_or_assumed_is_not_labelled_measured(seed_table):
+def test_a_pass_time_the_file_calls_derived_or_assumed_is_not_labelled_measured(seed_outputs):
     """The origin column is the one the scenario states for a given pass time: the seed's
     drafter passes are assumed (its [uncertainty.timing]); a calibrated file's drafter passes
     priced by the hardware model are derived."""
-    table = [ln.split() for ln in seed_table[1].splitlines()]
+    table = [ln.split() for ln in seed_outputs["text"][1].splitlines()]
     names = ("decode", "verify", "draft_step", "draft_extend")
     rows = {w[0]: w[-1] for w in table if w and w[0] in names and w[1].isdigit()}
     assert rows == {"decode": "measured", "verify": "measured", "draft_step": "assumed",

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from tests.conftest import ROOT
+from tests.helpers import replay_once
 
 SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 TRACE = ROOT / "scenarios" / "traces" / "synthetic-chat-code.csv"
@@ -54,10 +55,14 @@ def test_text_summary_side_by_side():
     assert "assumptions:" in out
 
 
-def test_littles_line_is_the_finite_window_identity():
+def test_littles_line_is_the_finite_window_identity(monkeypatch):
     """A short open-loop run (24 requests at 2/s: its edges are a sizeable share of L):
     the printed L is lambda W + edge over the window, exactly in the JSON, and the text
-    row prints those three numbers."""
+    row prints those three numbers (the two renderings of one run)."""
+    from sim.studies.serving import serve as study
+
+    # each command binds the file anew and makes its own progress bar
+    monkeypatch.setattr(study, "serve_bound", replay_once(study.serve_bound, (0, "progress")))
     args = [str(SERVING), "--replications", "2", "--requests", "24", "-q", "--rate", "2"]
     doc = serve_json(*args)
     for name in ("speculative", "baseline"):
@@ -76,7 +81,7 @@ def test_littles_line_is_the_finite_window_identity():
     assert cell in row, row
 
 
-def test_a_growing_backlog_is_said_in_text_and_json():
+def test_a_growing_backlog_is_said_in_text_and_json(monkeypatch):
     """3.0 requests a second of 512 tokens: under the most the server could answer (3.10
     and 3.47 a second, sim/simulation/serving/stability.py, an upper bound), so simulated,
     but more than it does answer: the requests in the system grow through the window, and
@@ -87,6 +92,10 @@ def test_a_growing_backlog_is_said_in_text_and_json():
     assert code == 0, out
     assert "UNSTABLE" not in out
     assert "NOT STEADY (speculative): in 2 of 2 replications" in out
+    from sim.studies.serving import serve as study
+
+    # at four users, the text and the JSON: one run (each command binds anew, its own bar)
+    monkeypatch.setattr(study, "serve_bound", replay_once(study.serve_bound, (0, "progress")))
     code, out = serve(str(SERVING), *SMALL)
     assert code == 0 and "NOT STEADY" not in out
     doc = serve_json(str(SERVING), *SMALL)

@@ -16,6 +16,7 @@ from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.compare import compare_scenarios, unique_labels
 from tests.conftest import seed_text_without_uncertainty
+from tests.helpers import replay_once
 
 SMALL = {"simulation.replications": 3, "workload.requests": 10, "workload.output_tokens": 128}
 
@@ -39,7 +40,13 @@ def test_unique_labels() -> None:
     assert unique_labels(["a/x.toml", "b/x.toml", "y.toml"]) == ["x#1", "x#2", "y"]
 
 
-def test_cli_compare_text_json_and_plot(seed_path: Path, tmp_path: Path) -> None:
+def test_cli_compare_text_json_and_plot(
+    seed_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sim.studies.compare as study
+
+    # the text and plot, --verbose and --json: one comparison (each command binds anew)
+    monkeypatch.setattr(study, "compare_scenarios", replay_once(study.compare_scenarios, (0,)))
     other = tmp_path / "nvlink.toml"
     other.write_text(
         seed_text_without_uncertainty().replace("verify_ms = 30.0", "verify_ms = 20.0")

@@ -88,6 +88,8 @@ def test_run_imports_what_it_uses(seed_path):
         "sim.hardware.layer",
         "sim.hardware.batched",
         "sim.model.batched_cost",
+        "sim.model.pass_curves",
+        "sim.model.decode_curve",
         "multiprocessing",
         # the draft-policy and tree modules (validators import them for a tree or a k
         # table), the roofline (the seed's passes are measured), the exact renewal law

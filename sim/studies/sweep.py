@@ -2,7 +2,7 @@
 
 Every point is evaluated with the same root seed (the scenario's ``simulation.seed`` after
 overrides), so points share common random numbers and the result of a point depends only
-on the point, never on the number of workers, the executor (sim/parallel.py) or the order
+on the point, never on the number of workers, the executor (sim/parallel/) or the order
 in which points finish. Grids: sim/studies/grid.py; the store: sim/studies/sweep_store.py.
 No plotting here (sim/report/sweep_plots.py).
 """

@@ -314,6 +314,7 @@ def run_sweep(
     varied = [k for k, _ in axes]
     terms = PassTerms()  # one table for the points this process binds and runs
     validated, hours = _validated_points(base, points, engine, terms, source)
+    executor = executor or LocalExecutor()  # one executor for the check and the run
     _check_budget(hours, len(points), shard, executor)
     fingerprint = sweep_fingerprint(base, engine, targets, fidelity, serving, axes)
     store = SweepStore(out_dir, fingerprint, shared=shard is not None)
@@ -378,7 +379,7 @@ def _validated_points(
 
 
 def _check_budget(
-    hours: float, n_points: int, shard: tuple[int, int] | None, executor: Executor | None
+    hours: float, n_points: int, shard: tuple[int, int] | None, executor: Executor
 ) -> None:
     """Refuse a shard i/N outside 1 <= i <= N, and a sweep on the local pool whose points
     (a shard's share of ``hours``: its points over all) would take more than
@@ -388,9 +389,8 @@ def _check_budget(
         if not 1 <= i <= n:
             raise SpecsimError(f"shard {i}/{n}: expected i/N with 1 <= i <= N", param="shard")
         hours *= len(range(i - 1, n_points, n)) / n_points
-    local = executor or LocalExecutor()
-    if isinstance(local, LocalExecutor):
-        parallel = max(1, min(local.workers, os.cpu_count() or 1))
+    if isinstance(executor, LocalExecutor):
+        parallel = max(1, min(executor.workers, os.cpu_count() or 1))
         if hours / parallel > MAX_SWEEP_HOURS:
             raise SpecsimError(
                 f"{n_points} points would take about {hours / parallel:.3g} hours on "
@@ -441,19 +441,19 @@ class _PointRun:
 
     def evaluate(
         self,
-        executor: Executor | None,
+        executor: Executor,
         evaluate: Callable[[PointTask], dict[str, Any]],
         tasks: Sequence[PointTask],
         shard: tuple[int, int] | None,
         progress: Callable[[int], None] | None,
     ) -> int:
-        """Run ``tasks`` (on ``executor``, else a local pool), each row saved as it
-        finishes (``progress(1)`` after each); the points computed. Interrupted: the tables
-        of what finished are written, or, when nothing new finished outside a shard, the
-        store is discarded (no new file), and the interruption raised."""
+        """Run ``tasks`` on ``executor``, each row saved as it finishes (``progress(1)``
+        after each); the points computed. Interrupted: the tables of what finished are
+        written, or, when nothing new finished outside a shard, the store is discarded (no
+        new file), and the interruption raised."""
         computed = 0
         try:
-            for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
+            for j, row in executor.map_unordered(evaluate, tasks):
                 self.store.save(self.points[self.todo[j]], row)
                 self.done[self.keys[self.todo[j]]] = row
                 computed += 1

@@ -146,10 +146,12 @@ def _variant_values(
     variants: Sequence[Variant],
     drafter: Drafter | None,
     memo: PassMemo,
+    applied: Bound,
 ) -> dict[str, float | None]:
     """tok/s of the lever under each variant (None where a variant does not apply), and,
     for a lever that sets the drafter, under each of its published accept lengths
-    (``memo``: the reference model's hardware answers)."""
+    (``memo``: the reference model's hardware answers; ``applied``: the lever's scenario
+    already bound, the variant that changes nothing at the lever's own acceptance)."""
     out: dict[str, float | None] = {}
     accept: list[float | None] = [None]
     if "acceptance.alpha" in lever.overrides and drafter is not None:
@@ -163,6 +165,9 @@ def _variant_values(
             overrides = {**v.overrides, **lever.overrides}
             if alpha is not None:
                 overrides["acceptance.alpha"] = alpha
+            if overrides == dict(lever.overrides):  # the lever's own scenario: bound once
+                values.append(lever_tok_s(applied))
+                continue
             try:
                 values.append(
                     scenario_tok_s(with_overrides(scenario, overrides, source="lever"), memo)
@@ -284,7 +289,7 @@ def _lever_row(
         al = applied.closed_form_tok_s * cost.total_ms / 1000 if applied.num_steps else 1.0
     except SpecsimError as exc:
         return LeverRow(lever, None, None, None, {}, None, None, exc.message)
-    per_variant = _variant_values(scenario, lever, variants, drafter, memo)
+    per_variant = _variant_values(scenario, lever, variants, drafter, memo, applied)
     known = [x for x in per_variant.values() if x is not None]
     interval90 = given[lever.name] if lever.name in given else _interval90(applied, populations)
     return LeverRow(

@@ -120,13 +120,6 @@ def drawn_ratios(
     ``probe_draws``) run the others, and where the move measured on them does not either,
     every draw does. Decided on the values alone, after each whole batch: the same for
     any worker count."""
-    # lazy: the serving setup only when tree-load draws
-    from sim.binding.bound import bind
-    from sim.hardware.pass_terms import PassTerms
-    from sim.scenario.overrides import with_overrides
-    from sim.simulation.serving.setup import serving_setup, with_load
-
-    terms = PassTerms()  # the draws' plans at every load share their passes' terms
     out: dict[int, PairArrays] = {
         c: {
             t: {ch: {m: np.full(len(draws), np.nan) for m in ms} for ch, ms in d.items()}
@@ -134,6 +127,49 @@ def drawn_ratios(
         }
         for c in grid
     }
+    setups = _drawn_setups(base, grid, draws, policies, base_dir, source)
+    if not setups:
+        return RatioDraws(out, 0)
+    pool = executor if executor is not None else LocalExecutor(workers)
+    cells = _DrawnCells(grid, policies, nominal, ratios, setups, pool, out)
+    first = 1 if sequential and replications > 1 else replications
+    cells.run([(i, j) for i in setups for j in range(len(grid))], 0, first)
+    if first < replications:
+        probes = [i for i in probe_draws(len(draws)) if i in setups]
+        gated = [c for c in grid if not every_ratio_enough(out[c], nominal[c])]
+        cells.run([(i, grid.index(c)) for i in probes for c in gated], first, replications - first)
+        more = [
+            c
+            for c in gated
+            if not every_ratio_enough(out[c], nominal[c], cells.differences(c, probes))
+        ]
+        rest = [i for i in setups if i not in probes]
+        cells.run([(i, grid.index(c)) for i in rest for c in more], first, replications - first)
+    ran = {
+        c: tuple(len(next(iter(cells.records[(i, j)].values()))) for i in setups)
+        for j, c in enumerate(grid)
+    }
+    return RatioDraws(out, len(setups), ran)
+
+
+def _drawn_setups(
+    base: Scenario,
+    grid: Sequence[int],
+    draws: Sequence[Overrides],
+    policies: Mapping[str, SpeculationPolicy],
+    base_dir: Path | None,
+    source: str,
+) -> dict[int, list[Any]]:
+    """Each draw's serving setup at every grid load (by draw index, in grid order), the
+    draws' plans sharing one table of their passes' terms; a draw the scenario rejects
+    (outside what it allows) is left out."""
+    # lazy: the serving setup only when tree-load draws
+    from sim.binding.bound import bind
+    from sim.hardware.pass_terms import PassTerms
+    from sim.scenario.overrides import with_overrides
+    from sim.simulation.serving.setup import serving_setup, with_load
+
+    terms = PassTerms()  # the draws' plans at every load share their passes' terms
     setups: dict[int, list[Any]] = {}
     for i, ov in enumerate(draws):
         try:
@@ -150,71 +186,69 @@ def drawn_ratios(
             ]
         except SpecsimError:
             continue  # outside what the scenario allows
-    if not setups:
-        return RatioDraws(out, 0)
-    records: dict[tuple[int, int], dict[str, list[Any]]] = {}
-    per: dict[tuple[int, int], PairArrays] = {}  # each cell's per-replication ratios
-    pool = executor if executor is not None else LocalExecutor(workers)
+    return setups
 
-    def run(cells: Sequence[tuple[int, int]], first: int, count: int) -> None:
+
+@dataclass(slots=True)
+class _DrawnCells:
+    """The draws' runs, cell by cell (draw i, grid position j): each cell's setup
+    (``setups[i][j]``), its replications' records by policy so far (``records``), its
+    per-replication ratios (``per``), and every draw's shifted ratios (``out``, filled
+    in place)."""
+
+    grid: Sequence[int]
+    policies: Mapping[str, SpeculationPolicy]
+    nominal: Mapping[int, PairArrays]
+    ratios: Ratios
+    setups: dict[int, list[Any]]
+    pool: Executor
+    out: dict[int, PairArrays]
+    records: dict[tuple[int, int], dict[str, list[Any]]] = field(default_factory=dict)
+    per: dict[tuple[int, int], PairArrays] = field(default_factory=dict)
+
+    def run(self, cells: Sequence[tuple[int, int]], first: int, count: int) -> None:
         """Each (draw i, grid load j) of ``cells``: ``count`` more replications from
         ``first``, every cell's a task of the one batch; the draws' ratios shifted."""
         if not cells:
             return
         tasks = [
             _DrawTask(
-                setups[i][j].plan,
-                {n: setups[i][j].draftings[n] for n in policies},  # no ratio uses plain
-                setups[i][j].seed,
+                self.setups[i][j].plan,
+                {n: self.setups[i][j].draftings[n] for n in self.policies},  # not plain
+                self.setups[i][j].seed,
                 first,
                 count,
             )
             for i, j in cells
         ]
-        for k, got in pool.map_unordered(_run_draw, tasks):
+        for k, got in self.pool.map_unordered(_run_draw, tasks):
             i, j = cells[k]
-            have = records.get((i, j), {})
-            records[(i, j)] = {n: [*have.get(n, []), *v] for n, v in got.items()}
+            have = self.records.get((i, j), {})
+            self.records[(i, j)] = {n: [*have.get(n, []), *v] for n, v in got.items()}
         r = first + count
         for i, j in cells:
-            c = grid[j]
-            per[(i, j)] = ratios(records[(i, j)])
-            for t, d in per[(i, j)].items():
+            c = self.grid[j]
+            self.per[(i, j)] = self.ratios(self.records[(i, j)])
+            for t, d in self.per[(i, j)].items():
                 for ch, ms in d.items():
                     for m, values in ms.items():
-                        own = nominal[c][t][ch][m]
-                        out[c][t][ch][m][i] = shifted(float(np.mean(own)), values, own[:r])
+                        own = self.nominal[c][t][ch][m]
+                        self.out[c][t][ch][m][i] = shifted(float(np.mean(own)), values, own[:r])
 
-    first = 1 if sequential and replications > 1 else replications
-    run([(i, j) for i in setups for j in range(len(grid))], 0, first)
-    if first < replications:
-        probes = [i for i in probe_draws(len(draws)) if i in setups]
-        gated = [c for c in grid if not every_ratio_enough(out[c], nominal[c])]
-        run([(i, grid.index(c)) for i in probes for c in gated], first, replications - first)
+    def differences(self, c: int, probes: Sequence[int]) -> PairArrays:
+        """Each ratio's e1 - e2 over the ``probes`` draws at load c (m,), e_j a draw's
+        shift on replication j (``measured_move``)."""
+        j = self.grid.index(c)
 
-        def differences(c: int) -> PairArrays:
-            """Each ratio's e1 - e2 over the probe draws at load c (m,), e_j a draw's shift
-            on replication j (``measured_move``)."""
-            j = grid.index(c)
+        def diff(t: str, ch: str, m: str) -> np.ndarray:
+            own = self.nominal[c][t][ch][m][:2]
+            e = np.array([self.per[(i, j)][t][ch][m][:2] - own for i in probes])
+            return e[:, 0] - e[:, 1] if e.size else np.zeros(0)
 
-            def diff(t: str, ch: str, m: str) -> np.ndarray:
-                own = nominal[c][t][ch][m][:2]
-                e = np.array([per[(i, j)][t][ch][m][:2] - own for i in probes])
-                return e[:, 0] - e[:, 1] if e.size else np.zeros(0)
-
-            return {
-                t: {ch: {m: diff(t, ch, m) for m in ms} for ch, ms in d.items()}
-                for t, d in nominal[c].items()
-            }
-
-        more = [c for c in gated if not every_ratio_enough(out[c], nominal[c], differences(c))]
-        rest = [i for i in setups if i not in probes]
-        run([(i, grid.index(c)) for i in rest for c in more], first, replications - first)
-    ran = {
-        c: tuple(len(next(iter(records[(i, j)].values()))) for i in setups)
-        for j, c in enumerate(grid)
-    }
-    return RatioDraws(out, len(setups), ran)
+        return {
+            t: {ch: {m: diff(t, ch, m) for m in ms} for ch, ms in d.items()}
+            for t, d in self.nominal[c].items()
+        }
 
 
 @dataclass(frozen=True, slots=True)

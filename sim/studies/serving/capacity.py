@@ -119,16 +119,7 @@ def capacity(
     where the nominal's other replications at such a rate could still move a draw's
     shifted attainment across the share, the rate runs more of them, two at a time,
     before the draws are read (``completed_draws``)."""
-    if not 0.0 < share < 1.0:
-        raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
-    if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
-        raise SpecsimError(
-            "capacity needs a TTFT or TPOT limit (serving.ttft_slo_ms / tpot_slo_ms)",
-            param="ttft_slo_ms",
-        )
-    ks = sorted(set(num_steps))
-    if not ks or ks[0] < 1:
-        raise SpecsimError("draft lengths must be >= 1", param="num_steps")
+    ks = _checked(evaluator, num_steps, share)
     if hint_per_s is None:
         alone = evaluator(Load("concurrency", 1), BASELINE)  # output tok/s of one user
         tok_s = float(alone.values["aggregate_tok_s"].mean())
@@ -148,32 +139,13 @@ def capacity(
         for k in [0, *ks]
     ]
     steps = 2 * len(tasks)
-    # plain decoding's capacity first; each k's bracket then starts at it (``find``)
-    plain = start_search(tasks[0], evaluator.executor if evaluator.executor.width() > 1 else None)
-    if evaluator.progress:
-        evaluator.progress(1, steps)
-    start = plain.value if plain.value is not None and not plain.at_least else None
-    rest = [replace(t, start_per_s=start) for t in tasks[1:]]
-    found: dict[int, CapacitySearch] = {0: plain}
-    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, rest), 2):
-        found[i + 1] = search
-        if evaluator.progress:
-            evaluator.progress(done, steps)
-    searches = [found[i] for i in range(len(tasks))]
+    searches = _searched(evaluator, tasks, steps)
     caps: list[np.ndarray] = []
     terms: list[ModelErrorTerm | None] = []
     within: list[tuple[float, float] | None] = [None] * len(searches)
     tolerances: list[float] = []
     if draws is not None:  # first: the draws may complete rates stopped early
-        # the terms at the capacities' decode batches (the searches' rates alone)
-        tolerances = completion_tolerances(model_error_terms(draws, [s.result() for s in searches]))
-        for s, tol in zip(searches, tolerances, strict=True):
-            # each k's draws start where the draw moved the capacity of the policy before
-            # it (the next smaller k, or plain decoding), plain decoding's from the move
-            # of its service bound in the draw
-            moves = capacity_moves(caps, searches) if caps else bound_moves(draws, s)
-            got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
-            caps.append(got[0])
+        caps, tolerances = _drawn(draws, searches, share)
         terms = model_error_terms(draws, [s.result() for s in searches])
         within = [
             settled_range(s.value, c, t) if s.value is not None and not s.at_least else None
@@ -192,11 +164,7 @@ def capacity(
         sources = capacity_sources(policies, caps, gains, draws.uncertain)
     counts = replication_counts(evaluator, draws)
     counts["replications_run"] += sum(s.ev.replications_run for s in searches)
-    stops = sequential and evaluator.replications > FIRST
-    notes: tuple[str, ...] = (resolution_note(rtol),)
-    notes = (*notes, describe(FIRST, evaluator.replications)) if stops else notes
-    if draws is not None and draws.draws:
-        notes = (*notes, LADDER_NOTE, *completion_note(tolerances), *stopped_notes(searches))
+    notes = _notes(evaluator, draws, searches, rtol, tolerances, sequential)
     return CapacityResult(
         scenario=scenario,
         share=share,
@@ -209,6 +177,79 @@ def capacity(
         sources=sources,
         model_error=widest_term(terms),
     )
+
+
+def _checked(evaluator: PointEvaluator, num_steps: Sequence[int], share: float) -> list[int]:
+    """The draft lengths asked, sorted and unique, once the share (in (0, 1)), the SLO (a
+    TTFT or TPOT limit) and the lengths (>= 1) are checked."""
+    if not 0.0 < share < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
+    if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
+        raise SpecsimError(
+            "capacity needs a TTFT or TPOT limit (serving.ttft_slo_ms / tpot_slo_ms)",
+            param="ttft_slo_ms",
+        )
+    ks = sorted(set(num_steps))
+    if not ks or ks[0] < 1:
+        raise SpecsimError("draft lengths must be >= 1", param="num_steps")
+    return ks
+
+
+def _searched(
+    evaluator: PointEvaluator, tasks: Sequence[CapacityTask], steps: int
+) -> list[CapacitySearch]:
+    """The first stage: every policy's search (``tasks``: plain decoding first, then each
+    k), plain decoding's first, each k's bracket then starting at its capacity
+    (``find``), the k's stepping together (``_together``); progress after each of the
+    ``steps``' first half."""
+    plain = start_search(tasks[0], evaluator.executor if evaluator.executor.width() > 1 else None)
+    if evaluator.progress:
+        evaluator.progress(1, steps)
+    start = plain.value if plain.value is not None and not plain.at_least else None
+    rest = [replace(t, start_per_s=start) for t in tasks[1:]]
+    found: dict[int, CapacitySearch] = {0: plain}
+    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, rest), 2):
+        found[i + 1] = search
+        if evaluator.progress:
+            evaluator.progress(done, steps)
+    return [found[i] for i in range(len(tasks))]
+
+
+def _drawn(
+    draws: DrawnPoints, searches: Sequence[CapacitySearch], share: float
+) -> tuple[list[np.ndarray], list[float]]:
+    """The second stage: each policy's draws' capacities (D,) on their rate ladders
+    (``completed_draws``), and the tolerances that completed the rates stopped early (the
+    model-error terms at the capacities' decode batches, from the searches' rates alone).
+    Each k's draws start where the draw moved the capacity of the policy before it (the
+    next smaller k, or plain decoding), plain decoding's from the move of its service
+    bound in the draw."""
+    tolerances = completion_tolerances(model_error_terms(draws, [s.result() for s in searches]))
+    caps: list[np.ndarray] = []
+    for s, tol in zip(searches, tolerances, strict=True):
+        moves = capacity_moves(caps, searches) if caps else bound_moves(draws, s)
+        got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
+        caps.append(got[0])
+    return caps, tolerances
+
+
+def _notes(
+    evaluator: PointEvaluator,
+    draws: DrawnPoints | None,
+    searches: Sequence[CapacitySearch],
+    rtol: float,
+    tolerances: Sequence[float],
+    sequential: bool,
+) -> tuple[str, ...]:
+    """The answer's own assumption lines: the rates' resolution, the replications a rate
+    stops at (``sequential`` with more than the first), and with draws the ladder, the
+    completion tolerances and the rates stopped early."""
+    stops = sequential and evaluator.replications > FIRST
+    notes: tuple[str, ...] = (resolution_note(rtol),)
+    notes = (*notes, describe(FIRST, evaluator.replications)) if stops else notes
+    if draws is not None and draws.draws:
+        notes = (*notes, LADDER_NOTE, *completion_note(tolerances), *stopped_notes(searches))
+    return notes
 
 
 def _mean_output(evaluator: PointEvaluator) -> float:

@@ -58,7 +58,7 @@ class PassTerms:
     """The token-count terms of batched passes, a table per physics (``physics_key``):
     {(tokens, sequences): terms}. What is built once holds one and hands it to every pass
     it builds (a serving setup's cost, a study's plan builder: sim/studies/serving/
-    evaluator.py ``ScenarioPlans``, whose plans per load and k meet the same prompt
+    scenario_plans.py ``ScenarioPlans``, whose plans per load and k meet the same prompt
     lengths again), so passes of equal physics compute each token count once. At most
     ``SHARED_PHYSICS`` physics of ``SHARED_ENTRIES`` entries each, and a new physics drops
     the oldest while they hold ``SHARED_TERMS`` entries together.

@@ -93,7 +93,7 @@ class IterationCost:
     ``batch1``: the batch-1 pass times (the anchor); ``reference_context_tokens``: the
     context at which they hold (the batch-1 engines do not model context);
     ``draft_table_ms`` / ``draft_ms_per_extra_token``: the batch-1 drafter pass over m beams
-    (sim/model/tree/cost.py ``draft_over_ms``), for trees' batch-1 cycles; ``host``: the
+    (sim/model/cycle.py ``draft_over_ms``), for trees' batch-1 cycles; ``host``: the
     host work per request and which iterations hide it (default: none); ``logits``: what a
     row of target logits costs (default: not priced); ``state``: a request's recurrent state
     in the target's passes (default: none).

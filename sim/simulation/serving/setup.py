@@ -102,7 +102,7 @@ def serving_setup(
     drafts: the plan then covers every depth, width and lookahead they use). The batched
     cost, acceptance, rank shares and KV capacity are the bound scenario's serving model
     (sim/binding/serving_model.py ``serving_model``), built here once; ``terms``: the token-count
-    terms its passes share with the other setups of a study (sim/hardware/batched.py
+    terms its passes share with the other setups of a study (sim/hardware/pass_terms.py
     ``PassTerms``; None: a table of this setup's own)."""
     scenario = bound.scenario
     serving = scenario.serving or ServingSpec()

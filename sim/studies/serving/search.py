@@ -6,7 +6,7 @@ decay-aware, or a scaled profile) at which per-user tok/s (the mean, or a fracti
 ``quantile`` of requests) reaches the target, by bisection on common random numbers with a
 95% interval from band inversion. Its Monte Carlo is an injection seam (``simulate``);
 ``ServingStats`` fills it with the serving simulation at a closed-loop concurrency or a
-Poisson rate: the scenario at that load (sim/simulation/serving/setup.py ``with_load``)
+Poisson rate: the scenario at that load (sim/scenario/overrides.py ``with_load``)
 with the lever's acceptance model, speculating at the searched k. At every lever value
 the same seed gives the same users, arrivals, lengths and acceptance draws (a request's
 draws are thresholds on fixed uniforms, monotone in its rates), so the estimate moves

@@ -79,7 +79,7 @@ def every_ratio_enough(
     drawn: PairArrays, nominal: PairArrays, differences: PairArrays | None = None
 ) -> bool:
     """Whether the draws' first replication at a load suffices for every ratio there
-    (sim/studies/serving/draws.py ``one_replication_enough``, the rule of every study's
+    (sim/studies/serving/draw_intervals.py ``one_replication_enough``, the rule of every study's
     sequential draws): ``drawn`` each ratio's shifted draws (D,), ``nominal`` its
     per-replication values (R,), whose Monte Carlo 95% interval joins the draws' in the
     interval the move is measured against; ``differences``: each probe draw's e1 - e2
@@ -116,7 +116,7 @@ def drawn_ratios(
     ``ratios``: a run's records (by policy name) -> its per-replication ratios.
     ``sequential``: every draw runs its first replication at every load; where the a
     priori bound on the move a second replication makes does not settle every ratio
-    (``every_ratio_enough``), the probe draws (sim/studies/serving/draws.py
+    (``every_ratio_enough``), the probe draws (sim/studies/serving/draw_intervals.py
     ``probe_draws``) run the others, and where the move measured on them does not either,
     every draw does. Decided on the values alone, after each whole batch: the same for
     any worker count."""

@@ -171,9 +171,8 @@ def search(
             scn, tgts, num_steps, quantile, concurrency, rate, workers, scenario, verbose
         )
     else:
-        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc, text = _search_acceptance(
-            scn, tgts, ks, quantile, engine, fidelity, workers, memo, verbose
+            scn, tgts, num_steps, quantile, engine, fidelity, workers, memo, verbose
         )
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
@@ -321,7 +320,7 @@ def _search_at_load(
 def _search_acceptance(
     scn: Scenario,
     tgts: tuple[float, ...],
-    ks: list[int],
+    num_steps: str | None,
     quantile: float | None,
     engine: str,
     fidelity: str,
@@ -329,12 +328,13 @@ def _search_acceptance(
     memo: PassMemo,
     verbose: bool,
 ) -> tuple[dict[str, Any], str]:
-    """The batch-1 acceptance search at the draft lengths ``ks``: the document and text
-    of ``search_acceptance``."""
+    """The batch-1 acceptance search over ``--num-steps`` (default 1:16): the document and
+    text of ``search_acceptance``."""
     # lazy: the library is imported when a command runs (start-up)
     from sim.report.search import render_search
     from sim.studies.search import search_acceptance
 
+    ks = parse_num_steps("1:16" if num_steps is None else num_steps)
     doc = search_acceptance(
         scn,
         tgts,
